@@ -1,0 +1,63 @@
+import gzip
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from unimap.datasets import load_builtin, load_digits, load_mnist, make_blobs, read_idx
+
+SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "mnist"
+
+
+def _write_idx(path, array, type_code=0x08):
+    header = struct.pack(">HBB", 0, type_code, array.ndim)
+    header += struct.pack(">" + "I" * array.ndim, *array.shape)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wb") as fh:
+        fh.write(header + array.astype(">u1").tobytes())
+
+
+@pytest.mark.parametrize("name", ["images.idx", "images.idx.gz"])
+def test_read_idx_roundtrip(tmp_path, name):
+    array = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+    _write_idx(tmp_path / name, array)
+    np.testing.assert_array_equal(read_idx(tmp_path / name), array)
+
+
+def test_read_idx_rejects_bad_files(tmp_path):
+    (tmp_path / "bad").write_bytes(b"\x01\x02\x03\x04\x05")
+    with pytest.raises(ValueError, match="magic"):
+        read_idx(tmp_path / "bad")
+    array = np.zeros((3, 2), dtype=np.uint8)
+    _write_idx(tmp_path / "short", array)
+    data = (tmp_path / "short").read_bytes()[:-1]
+    (tmp_path / "short").write_bytes(data)
+    with pytest.raises(ValueError, match="bytes of data"):
+        read_idx(tmp_path / "short")
+
+
+@pytest.mark.skipif(not SHARED_MNIST.is_dir(), reason="shared MNIST folder not present")
+def test_load_mnist_from_shared():
+    X, y = load_mnist(SHARED_MNIST, subset="test", download=False)
+    assert X.shape == (10_000, 784) and X.dtype == np.float32
+    assert y.shape == (10_000,) and set(np.unique(y)) == set(range(10))
+    assert X.min() == 0 and X.max() == 255
+
+
+def test_load_mnist_missing_folder_without_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("UNIMAP_MNIST_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        load_mnist(tmp_path / "nothing", download=False)
+
+
+def test_digits_blobs_builtin():
+    X, y = load_digits()
+    assert X.shape == (1797, 64) and y.shape == (1797,)
+    Xb, yb = make_blobs(100, 3, centers=2, random_state=0)
+    assert Xb.shape == (100, 3) and set(np.unique(yb)) <= {0, 1}
+    assert load_builtin("digits")[0].shape == (1797, 64)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        load_builtin("nope")

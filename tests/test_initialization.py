@@ -1,0 +1,92 @@
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+
+from unimap.affinity import fuzzy_simplicial_set
+from unimap.initialization import (
+    array_init,
+    pca_init,
+    random_init,
+    rescale_to_box,
+    rescale_to_std,
+    spectral_init,
+    spectral_layout,
+)
+from unimap.neighbors import nearest_neighbors
+
+
+def _graph(X, k=10):
+    g, _ = nearest_neighbors(X.astype(np.float32), k, method="exact")
+    return fuzzy_simplicial_set(g.indices, g.distances)[0]
+
+
+def _dense_reference(graph, dim):
+    W = graph.toarray().astype(np.float64)
+    d = W.sum(axis=1)
+    L = np.eye(len(d)) - W / np.sqrt(np.outer(d, d))
+    evals, evecs = scipy.linalg.eigh(L)
+    return evecs[:, 1 : dim + 1]
+
+
+@pytest.mark.parametrize("n", [300, 1500])  # dense path and ARPACK path
+def test_spectral_layout_matches_scipy_dense(n):
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 3 * np.pi, n)
+    X = np.c_[t * np.cos(t), t * np.sin(t), rng.normal(0, 0.3, n)]  # a connected spiral
+    graph = _graph(X)
+    layout = spectral_layout(graph, 2, seed=0)
+    ref = _dense_reference(graph, 2)
+    for c in range(2):  # same eigenvectors up to sign
+        corr = np.corrcoef(layout[:, c], ref[:, c])[0, 1]
+        assert abs(corr) > 0.999
+
+
+def test_spectral_init_disconnected_components_are_separated():
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 1, (100, 3)), rng.normal(100, 1, (100, 3))])
+    graph = _graph(X)
+    with pytest.warns(UserWarning, match="2 connected components"):
+        Y, info = spectral_init(graph, 2, seed=0, data=X)
+    assert info["n_graph_components"] == 2
+    assert np.isfinite(Y).all()
+    a, b = Y[:100], Y[100:]
+    gap = np.linalg.norm(a.mean(0) - b.mean(0))
+    assert gap > 2 * max(np.ptp(a, 0).max(), np.ptp(b, 0).max()) / 2
+
+
+def test_spectral_init_tiny_graph_falls_back_to_random():
+    graph = sp.csr_matrix(np.array([[0, 1.0], [1.0, 0]]))
+    Y, info = spectral_init(graph, 2, seed=0)
+    assert info["fallback"] is not None and Y.shape == (2, 2) and np.isfinite(Y).all()
+
+
+def test_spectral_init_eigensolver_failure_falls_back(monkeypatch):
+    import scipy.sparse.linalg
+
+    def broken(*args, **kwargs):
+        raise scipy.sparse.linalg.ArpackNoConvergence("no convergence", np.array([]),
+                                                      np.array([]))
+
+    monkeypatch.setattr(scipy.sparse.linalg, "eigsh", broken)
+    X = np.random.default_rng(2).normal(size=(1200, 3))
+    with pytest.warns(UserWarning, match="spectral initialization failed"):
+        Y, info = spectral_init(_graph(X), 2, seed=0)
+    assert info["fallback"].startswith("random") and np.isfinite(Y).all()
+
+
+def test_pca_random_array_and_rescaling():
+    X = np.random.default_rng(3).normal(size=(50, 4)).astype(np.float32)
+    P = pca_init(X, 2, seed=0)
+    assert P.shape == (50, 2) and P[:, 0].var() >= P[:, 1].var()
+    assert pca_init(X[:, :1], 2, seed=0).shape == (50, 2)  # padded when D < dim
+    R = random_init(50, 3, seed=0)
+    assert R.shape == (50, 3) and np.abs(R).max() <= 10
+    np.testing.assert_array_equal(R, random_init(50, 3, seed=0))
+    B = rescale_to_box(P, 10.0)
+    np.testing.assert_allclose(B.min(0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(B.max(0), 10.0, rtol=1e-5)
+    S = rescale_to_std(P, 1e-4)
+    assert S[:, 0].std() == pytest.approx(1e-4, rel=1e-3)
+    with pytest.raises(ValueError, match="init array must have shape"):
+        array_init(np.zeros((3, 2)), 50, 2)

@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from unimap.neighbors import NeighborIndex, nearest_neighbors
+
+
+def _brute(X, k, metric):
+    D = cdist(X.astype(np.float64), X.astype(np.float64), metric=metric)
+    np.fill_diagonal(D, np.inf)
+    idx = np.argsort(D, axis=1, kind="stable")[:, : k - 1]
+    return idx, np.take_along_axis(D, idx, axis=1)
+
+
+@pytest.mark.parametrize(
+    ("metric", "scipy_metric"),
+    [("euclidean", "euclidean"), ("cosine", "cosine"), ("manhattan", "cityblock"),
+     ("correlation", "correlation")],
+)
+def test_exact_knn_matches_brute_force(metric, scipy_metric):
+    X = np.random.default_rng(0).standard_normal((400, 12)).astype(np.float32)
+    graph, _ = nearest_neighbors(X, 10, metric=metric, method="exact")
+    idx, dist = _brute(X, 10, scipy_metric)
+    assert graph.indices.shape == (400, 10) and graph.indices.dtype == np.int32
+    np.testing.assert_array_equal(graph.indices[:, 0], np.arange(400))
+    np.testing.assert_allclose(graph.distances[:, 0], 0.0)
+    # Distances agree to float32 precision; indices agree except for exact ties.
+    np.testing.assert_allclose(graph.distances[:, 1:], dist, rtol=1e-4, atol=1e-4)
+    assert (graph.indices[:, 1:] == idx).mean() > 0.999
+
+
+def test_query_new_points_matches_brute_force():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 5)).astype(np.float32)
+    Y = rng.standard_normal((20, 5)).astype(np.float32)
+    index = NeighborIndex(method="exact").build(X)
+    idx, dist = index.query(Y, 7)
+    D = cdist(Y, X)
+    np.testing.assert_array_equal(idx, np.argsort(D, axis=1)[:, :7])
+    np.testing.assert_allclose(dist, np.sort(D, axis=1)[:, :7], rtol=1e-4, atol=1e-4)
+
+
+def test_precomputed_distance_matrix():
+    X = np.random.default_rng(2).standard_normal((100, 4))
+    D = cdist(X, X)
+    graph, _ = nearest_neighbors(D, 6, metric="precomputed")
+    idx, dist = _brute(X, 6, "euclidean")
+    np.testing.assert_array_equal(graph.indices[:, 1:], idx)
+    np.testing.assert_allclose(graph.distances[:, 1:], dist, rtol=1e-5)
+    with pytest.raises(ValueError, match="square"):
+        nearest_neighbors(D[:, :50], 6, metric="precomputed")
+    with pytest.raises(ValueError, match="non-negative"):
+        nearest_neighbors(-D, 6, metric="precomputed")
+
+
+def test_duplicates_keep_self_first():
+    X = np.repeat(np.random.default_rng(3).standard_normal((10, 3)), 5, axis=0)
+    graph, _ = nearest_neighbors(X.astype(np.float32), 8, method="exact")
+    np.testing.assert_array_equal(graph.indices[:, 0], np.arange(50))
+    # each point's 4 copies are at distance 0
+    np.testing.assert_allclose(graph.distances[:, :5], 0.0, atol=1e-3)
+
+
+def test_hnsw_backend_recall():
+    pytest.importorskip("faiss")
+    X = np.random.default_rng(4).standard_normal((3000, 16)).astype(np.float32)
+    exact, _ = nearest_neighbors(X, 15, method="exact")
+    approx, index = nearest_neighbors(X, 15, method="hnsw")
+    assert approx.method == "hnsw"
+    np.testing.assert_array_equal(approx.indices[:, 0], np.arange(3000))
+    hits = [len(set(a[1:]) & set(e[1:])) for a, e in zip(approx.indices, exact.indices)]
+    # 16-D Gaussian data is the hard case for graph indexes; MNIST reaches higher recall.
+    assert np.mean(hits) / 14 > 0.9
+    idx, _ = index.query(X[:5], 3)
+    np.testing.assert_array_equal(idx[:, 0], np.arange(5))
+
+
+def test_invalid_metric_and_method():
+    X = np.ones((5, 2), dtype=np.float32)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        nearest_neighbors(X, 3, metric="hamming")
+    with pytest.raises(ValueError, match="method must be one of"):
+        nearest_neighbors(X, 3, method="annoy")

@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from unimap._validation import (
+    check_array,
+    check_choice,
+    check_float,
+    check_int,
+    resolve_n_jobs,
+    seed_from_random_state,
+)
+
+
+def test_check_array_converts_ints_and_float16_to_float32():
+    assert check_array(np.arange(6).reshape(3, 2)).dtype == np.float32
+    assert check_array(np.ones((3, 2), dtype=np.float16)).dtype == np.float32
+    assert check_array(np.ones((3, 2), dtype=np.float64), dtype=None).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "match"),
+    [
+        (np.array([[1.0, np.nan]]), ValueError, "NaN or infinity"),
+        (np.array([[1.0, np.inf]]), ValueError, "NaN or infinity"),
+        (np.empty((0, 3)), ValueError, "empty"),
+        (np.arange(5.0), ValueError, "must be 2-D"),
+        (np.array([["a", "b"]], dtype=object), TypeError, "dtype object"),
+        (np.ones((2, 2), dtype=complex), TypeError, "complex"),
+        ("abc", TypeError, "string"),
+    ],
+)
+def test_check_array_rejects_bad_input(bad, error, match):
+    with pytest.raises(error, match=match):
+        check_array(bad)
+
+
+def test_check_array_sparse():
+    X = sp.random(5, 4, density=0.5, format="csr", random_state=0)
+    with pytest.raises(TypeError, match="sparse"):
+        check_array(X)
+    out = check_array(X, accept_sparse=True)
+    assert sp.isspmatrix_csr(out) and out.dtype == np.float32
+
+
+def test_check_array_min_samples():
+    with pytest.raises(ValueError, match="at least 2"):
+        check_array(np.ones((1, 3)), min_samples=2)
+
+
+def test_scalar_checks_name_the_parameter():
+    with pytest.raises(ValueError, match=r"n_neighbors must be in \[2, inf\)"):
+        check_int(1, "n_neighbors", 2)
+    with pytest.raises(TypeError, match="n_neighbors must be an integer"):
+        check_int(2.5, "n_neighbors", 2)
+    with pytest.raises(TypeError, match="must be an integer"):
+        check_int(True, "k")
+    with pytest.raises(ValueError, match="min_dist must be a finite number"):
+        check_float(-0.1, "min_dist", 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        check_float(float("nan"), "spread", 0.0)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        check_choice("cosin", "metric", ("cosine",))
+
+
+def test_seeds_and_threads():
+    assert seed_from_random_state(3) == 3
+    assert seed_from_random_state(np.random.default_rng(1)) == seed_from_random_state(
+        np.random.default_rng(1)
+    )
+    with pytest.raises(ValueError):
+        seed_from_random_state(-1)
+    with pytest.raises(TypeError):
+        seed_from_random_state("seed")
+    assert resolve_n_jobs(1) == 1
+    assert resolve_n_jobs(-1) >= 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        resolve_n_jobs(0)

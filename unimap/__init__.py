@@ -1,0 +1,37 @@
+"""unimap: fast dimensionality reduction for visual exploration.
+
+The estimators (``PCA``, ``UMAP``) and submodules (``datasets``) are imported lazily, so
+``import unimap`` stays fast and numba is only loaded when a method that needs it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY_ATTRS = {
+    "PCA": "unimap.methods.pca",
+    "UMAP": "unimap.methods.umap",
+}
+_LAZY_MODULES = {"datasets", "neighbors", "affinity", "initialization", "plotting"}
+
+__all__ = ["PCA", "UMAP", "datasets", "__version__"]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from unimap import datasets
+    from unimap.methods.pca import PCA
+    from unimap.methods.umap import UMAP
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_ATTRS:
+        return getattr(importlib.import_module(_LAZY_ATTRS[name]), name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"unimap.{name}")
+    raise AttributeError(f"module 'unimap' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_ATTRS) | _LAZY_MODULES)

@@ -1,0 +1,214 @@
+"""Input and parameter checks shared by every estimator.
+
+Every check raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind, bad
+value) with a message that names the offending input or parameter and what is allowed.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "check_array",
+    "check_int",
+    "check_float",
+    "check_choice",
+    "check_bool",
+    "seed_from_random_state",
+    "resolve_n_jobs",
+    "numba_threads",
+    "check_embedding_finite",
+]
+
+
+def check_array(
+    X: Any,
+    name: str = "X",
+    *,
+    accept_sparse: bool = False,
+    min_samples: int = 1,
+    min_features: int = 1,
+    dtype: type | None = np.float32,
+) -> np.ndarray | sp.csr_matrix:
+    """Validate a 2-D data matrix and return it as a C-contiguous float array.
+
+    Integer, boolean and float16 input are converted to ``dtype`` (float32 by default);
+    float64 input is kept as float64 when ``dtype`` is None.
+
+    Raises
+    ------
+    TypeError
+        Object, string or complex dtype; sparse input where it is not accepted.
+    ValueError
+        Not 2-D, empty, fewer than ``min_samples`` rows or ``min_features`` columns, NaN or inf.
+    """
+    if sp.issparse(X):
+        if not accept_sparse:
+            raise TypeError(f"{name} is a sparse matrix, which this method does not accept")
+        X = sp.csr_matrix(X)
+        _check_dtype(X.dtype, name)
+        _check_shape(X.shape, name, min_samples, min_features)
+        if not np.all(np.isfinite(X.data)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        target = dtype or (X.dtype if X.dtype in (np.float32, np.float64) else np.float32)
+        X = X.astype(target)
+        X.sort_indices()
+        return X
+    if isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be a 2-D array of numbers, got a string")
+    try:
+        arr = np.asarray(X)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} could not be converted to an array: {exc}") from exc
+    _check_dtype(arr.dtype, name)
+    if arr.ndim != 2:
+        hint = " (use X.reshape(-1, 1) for a single feature)" if arr.ndim == 1 else ""
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {arr.shape}{hint}")
+    _check_shape(arr.shape, name, min_samples, min_features)
+    if dtype is None:
+        target = arr.dtype if arr.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    else:
+        target = np.dtype(dtype)
+    arr = np.ascontiguousarray(arr, dtype=target)
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"{name} contains NaN or infinity (first at row {bad[0]}, column {bad[1]})"
+        )
+    return arr
+
+
+def _check_dtype(dtype: np.dtype, name: str) -> None:
+    if dtype.kind == "c":
+        raise TypeError(f"{name} has complex dtype {dtype}; only real numbers are supported")
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name} has dtype {dtype}; expected a numeric (int, bool or float) array")
+
+
+def _check_shape(shape: tuple, name: str, min_samples: int, min_features: int) -> None:
+    n, d = shape
+    if n == 0 or d == 0:
+        raise ValueError(f"{name} is empty (shape {shape})")
+    if n < min_samples:
+        raise ValueError(f"{name} has {n} sample(s); at least {min_samples} are required")
+    if d < min_features:
+        raise ValueError(f"{name} has {d} feature(s); at least {min_features} are required")
+
+
+def check_int(
+    value: Any, name: str, low: int | None = None, high: int | None = None
+) -> int:
+    """Check that ``value`` is an integer in ``[low, high]`` and return it as ``int``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be in {_range_text(low, high)}, got {value}")
+    return int(value)
+
+
+def check_float(
+    value: Any,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """Check that ``value`` is a finite real number within the given bounds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    too_low = low is not None and (value < low or (not low_inclusive and value == low))
+    too_high = high is not None and (value > high or (not high_inclusive and value == high))
+    if not np.isfinite(value) or too_low or too_high:
+        text = _range_text(low, high, low_inclusive, high_inclusive)
+        raise ValueError(f"{name} must be a finite number in {text}, got {value}")
+    return value
+
+
+def check_choice(value: Any, name: str, choices: tuple) -> Any:
+    """Check that ``value`` is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+    return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
+    left = "[" if low_inclusive and low is not None else "("
+    right = "]" if high_inclusive and high is not None else ")"
+    lo = "-inf" if low is None else low
+    hi = "inf" if high is None else high
+    return f"{left}{lo}, {hi}{right}"
+
+
+def seed_from_random_state(random_state: Any) -> int:
+    """Turn ``random_state`` (None, int, Generator or RandomState) into a 63-bit integer seed.
+
+    All randomness in unimap derives from this one seed: counter-based kernels hash it with
+    their loop counters, numpy code builds ``np.random.default_rng(seed)``.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
+    if isinstance(random_state, (bool, np.bool_)):
+        raise TypeError("random_state must be None, an int or a numpy Generator, got a bool")
+    if isinstance(random_state, numbers.Integral):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
+        return int(random_state) & ((1 << 63) - 1)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    raise TypeError(
+        f"random_state must be None, an int, a numpy Generator or RandomState, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def resolve_n_jobs(n_jobs: Any) -> int:
+    """Number of threads for ``n_jobs`` (None or -1: all cores; -2: all but one; ...)."""
+    n_cpus = os.cpu_count() or 1
+    if n_jobs is None:
+        return n_cpus
+    n_jobs = check_int(n_jobs, "n_jobs")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a positive integer or negative (-1 = all cores), got 0")
+    if n_jobs < 0:
+        return max(1, n_cpus + 1 + n_jobs)
+    return n_jobs
+
+
+@contextmanager
+def numba_threads(n_threads: int):
+    """Run numba parallel kernels with ``n_threads`` threads, restoring the previous count."""
+    import numba
+
+    n_threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n_threads)
+    try:
+        yield n_threads
+    finally:
+        numba.set_num_threads(previous)
+
+
+def check_embedding_finite(embedding: np.ndarray, method: str) -> np.ndarray:
+    """Fail loudly rather than return an embedding with NaN or infinity."""
+    if not np.isfinite(embedding).all():
+        raise FloatingPointError(
+            f"{method} produced a non-finite embedding; this is a bug or a numerically "
+            "degenerate input: please report it with the data shape and parameters"
+        )
+    return embedding

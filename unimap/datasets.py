@@ -1,0 +1,215 @@
+"""Dataset loaders: MNIST from the original IDX files, scikit-learn's digits, synthetic blobs.
+
+MNIST is read with our own IDX parser. ``load_mnist`` looks, in order, in the ``path``
+argument, the ``UNIMAP_MNIST_DIR`` environment variable, a ``shared/datasets/mnist`` folder
+beside the working directory and the user cache (``~/.cache/unimap/mnist``); if none holds the
+files it downloads them into the cache (atomically, so a failed download leaves nothing behind).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+import tempfile
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["load_digits", "load_mnist", "make_blobs", "read_idx", "load_builtin", "BUILTIN"]
+
+_MNIST_FILES = {
+    "train_images": "train-images-idx3-ubyte.gz",
+    "train_labels": "train-labels-idx1-ubyte.gz",
+    "test_images": "t10k-images-idx3-ubyte.gz",
+    "test_labels": "t10k-labels-idx1-ubyte.gz",
+}
+_MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
+
+# IDX type codes -> numpy big-endian dtypes (the IDX format is big-endian).
+_IDX_DTYPES = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+
+
+def read_idx(path: str | os.PathLike) -> np.ndarray:
+    """Read an IDX file (optionally gzip-compressed) into a numpy array.
+
+    Parameters
+    ----------
+    path : str or path-like
+        File in the IDX format of LeCun et al. A ``.gz`` suffix means gzip.
+
+    Returns
+    -------
+    array : ndarray
+        Array with the shape stored in the header, in native byte order.
+    """
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    if len(data) < 4:
+        raise ValueError(f"{path}: too short to be an IDX file")
+    zero, type_code, ndim = struct.unpack(">HBB", data[:4])
+    if zero != 0 or type_code not in _IDX_DTYPES:
+        raise ValueError(f"{path}: not an IDX file (bad magic number)")
+    shape = struct.unpack(">" + "I" * ndim, data[4 : 4 + 4 * ndim])
+    dtype = _IDX_DTYPES[type_code]
+    offset = 4 + 4 * ndim
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(data) - offset != expected:
+        raise ValueError(
+            f"{path}: header announces {expected} bytes of data, file holds {len(data) - offset}"
+        )
+    array = np.frombuffer(data, dtype=dtype, offset=offset).reshape(shape)
+    return array.astype(dtype.newbyteorder("="))
+
+
+def _candidate_dirs(path: str | os.PathLike | None) -> list[Path]:
+    dirs = []
+    if path is not None:
+        dirs.append(Path(path))
+    if os.environ.get("UNIMAP_MNIST_DIR"):
+        dirs.append(Path(os.environ["UNIMAP_MNIST_DIR"]))
+    cwd = Path.cwd()
+    for base in (cwd, *cwd.parents[:2]):
+        dirs.append(base / "shared" / "datasets" / "mnist")
+        dirs.append(base / ".." / "shared" / "datasets" / "mnist")
+    dirs.append(_cache_dir())
+    return dirs
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "unimap" / "mnist"
+
+
+def _has_all(directory: Path) -> bool:
+    return all((directory / name).is_file() for name in _MNIST_FILES.values())
+
+
+def _download_mnist(target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _MNIST_FILES.values():
+        if (target / name).is_file():
+            continue
+        # Write to a temporary file in the same folder, then rename: never a half file.
+        fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(_MNIST_MIRROR + name) as src:
+                out.write(src.read())
+            os.replace(tmp, target / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def load_mnist(
+    path: str | os.PathLike | None = None,
+    subset: str = "all",
+    n_samples: int | None = None,
+    dtype: type = np.float32,
+    download: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Load MNIST from the original IDX files.
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        Folder holding the four ``*-idx?-ubyte.gz`` files. Default: search (see module docstring).
+    subset : {"all", "train", "test"}, default="all"
+        ``"all"`` is the 60,000 training images followed by the 10,000 test images.
+    n_samples : int, optional
+        Keep only the first ``n_samples`` rows.
+    dtype : numpy dtype, default=np.float32
+        Dtype of the returned pixels (values 0..255, not rescaled).
+    download : bool, default=True
+        Fetch the files into ``~/.cache/unimap/mnist`` if they are nowhere else.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 784)
+    y : ndarray of shape (n_samples,), int64 labels 0..9
+    """
+    if subset not in ("all", "train", "test"):
+        raise ValueError(f"subset must be 'all', 'train' or 'test', got {subset!r}")
+    directory = next((d for d in _candidate_dirs(path) if _has_all(d)), None)
+    if directory is None:
+        if path is not None and not download:
+            raise FileNotFoundError(f"MNIST IDX files not found in {path}")
+        if not download:
+            raise FileNotFoundError("MNIST IDX files not found; pass path= or download=True")
+        directory = _cache_dir()
+        _download_mnist(directory)
+    parts = ["train", "test"] if subset == "all" else [subset]
+    images, labels = [], []
+    for part in parts:
+        img = read_idx(directory / _MNIST_FILES[f"{part}_images"])
+        images.append(img.reshape(img.shape[0], -1))
+        labels.append(read_idx(directory / _MNIST_FILES[f"{part}_labels"]))
+    X = np.concatenate(images).astype(dtype, copy=False)
+    y = np.concatenate(labels).astype(np.int64)
+    if n_samples is not None:
+        X, y = X[:n_samples], y[:n_samples]
+    return np.ascontiguousarray(X), y
+
+
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
+    """The 1,797 8×8 handwritten digits that scikit-learn ships (no download).
+
+    Returns
+    -------
+    X : ndarray of shape (1797, 64), float32
+    y : ndarray of shape (1797,), int64
+    """
+    from sklearn.datasets import load_digits as _sk_load_digits
+
+    bunch = _sk_load_digits()
+    return bunch.data.astype(np.float32), bunch.target.astype(np.int64)
+
+
+def make_blobs(
+    n_samples: int = 1000,
+    n_features: int = 10,
+    centers: int = 5,
+    cluster_std: float = 1.0,
+    center_box: float = 10.0,
+    random_state: int | None = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Isotropic Gaussian blobs, labelled by blob.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), float32
+    y : ndarray of shape (n_samples,), int64
+    """
+    rng = np.random.default_rng(random_state)
+    means = rng.uniform(-center_box, center_box, size=(centers, n_features))
+    y = rng.integers(0, centers, size=n_samples)
+    X = means[y] + cluster_std * rng.standard_normal((n_samples, n_features))
+    return X.astype(np.float32), y.astype(np.int64)
+
+
+BUILTIN = {
+    "digits": load_digits,
+    "mnist": load_mnist,
+    "blobs": make_blobs,
+}
+
+
+def load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Load a built-in dataset by name (``"digits"``, ``"mnist"``, ``"blobs"``)."""
+    try:
+        loader = BUILTIN[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown dataset {name!r}; built-in datasets are {sorted(BUILTIN)}"
+        ) from None
+    return loader()

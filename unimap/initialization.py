@@ -1,0 +1,200 @@
+"""Initial embeddings: spectral (with fallbacks), PCA, random, user array; and rescaling.
+
+Each initializer returns raw coordinates of shape (n_samples, n_components), float32; the
+method then rescales them (UMAP: into a [0, 10] box; t-SNE: to a small standard deviation).
+Fallbacks never fail silently: they warn and say what was used in the returned ``info``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from unimap._validation import check_array
+
+__all__ = [
+    "spectral_init",
+    "spectral_layout",
+    "pca_init",
+    "random_init",
+    "array_init",
+    "rescale_to_box",
+    "rescale_to_std",
+]
+
+_DENSE_EIGH_MAX = 1000  # below this many vertices a dense eigensolver is faster and robust
+
+
+def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int) -> np.ndarray | None:
+    """Eigenvectors 2..(d+1) of the symmetric normalised Laplacian of a connected graph.
+
+    The smallest eigenvectors of ``L = I − D^{-1/2} W D^{-1/2}`` are the largest of the
+    normalised adjacency ``D^{-1/2} W D^{-1/2}``, which ARPACK finds much faster (no
+    shift-invert needed). Returns None if the graph is too small or the solver fails.
+    """
+    n = graph.shape[0]
+    k = n_components + 1
+    if n <= k:
+        return None
+    degrees = np.asarray(graph.sum(axis=1)).ravel()
+    inv_sqrt = 1.0 / np.sqrt(np.maximum(degrees, 1e-300))
+    D = sp.diags(inv_sqrt)
+    adjacency = (D @ graph @ D).astype(np.float64)
+    try:
+        if n <= _DENSE_EIGH_MAX:
+            evals, evecs = np.linalg.eigh(adjacency.toarray())
+        else:
+            from scipy.sparse.linalg import eigsh
+
+            rng = np.random.default_rng(seed)
+            v0 = np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)
+            ncv = max(2 * k + 1, int(np.sqrt(n)))
+            evals, evecs = eigsh(adjacency, k, which="LA", ncv=ncv, tol=1e-4, v0=v0,
+                                 maxiter=n * 5)
+    except Exception as exc:  # ARPACK non-convergence or LAPACK failure
+        warnings.warn(f"spectral initialization failed ({exc})", stacklevel=3)
+        return None
+    order = np.argsort(evals)[::-1]
+    layout = evecs[:, order[1:k]]
+    if not np.isfinite(layout).all():
+        return None
+    # Fix the sign of each eigenvector so the result does not depend on the solver.
+    signs = np.sign(layout[np.argmax(np.abs(layout), axis=0), np.arange(n_components)])
+    signs[signs == 0] = 1.0
+    return (layout * signs).astype(np.float32)
+
+
+def spectral_init(
+    graph: sp.spmatrix,
+    n_components: int,
+    seed: int,
+    data: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict]:
+    """Spectral embedding of a (possibly disconnected) affinity graph.
+
+    Each connected component gets its own spectral layout (random if it is too small or the
+    eigensolver fails), scaled into a box around the component's position in a meta layout:
+    the ± coordinate axes for few components, else the PCA of the component centroids in
+    ``data`` (random directions without data).
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_samples, n_components), float32
+    info : dict
+        ``{"method": "spectral", "n_graph_components": int, "fallback": str | None}``
+    """
+    graph = sp.csr_matrix(graph)
+    n_comp, labels = connected_components(graph, directed=False)
+    info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
+                            "fallback": None}
+    if n_comp == 1:
+        layout = spectral_layout(graph, n_components, seed)
+        if layout is not None:
+            return _expand(layout, seed), info
+        info["fallback"] = "random (eigensolver failed or graph too small)"
+        if graph.shape[0] > n_components + 1:
+            warnings.warn("spectral initialization failed; using random initialization",
+                          stacklevel=2)
+        return random_init(graph.shape[0], n_components, seed), info
+    warnings.warn(
+        f"the neighbour graph has {n_comp} connected components; each is laid out "
+        "separately and they are placed apart (distances between them are not meaningful)",
+        stacklevel=2,
+    )
+    return _multi_component(graph, labels, n_comp, n_components, seed, data), info
+
+
+def _expand(layout: np.ndarray, seed: int, max_coord: float = 10.0) -> np.ndarray:
+    """Scale to ``max|coord| = max_coord`` and add tiny noise to break exact ties."""
+    scale = max_coord / max(np.abs(layout).max(), 1e-12)
+    rng = np.random.default_rng(seed)
+    noise = rng.normal(scale=1e-4, size=layout.shape)
+    return (layout * scale + noise).astype(np.float32)
+
+
+def _meta_positions(labels, n_comp, n_components, seed, data) -> np.ndarray:
+    if n_comp <= 2 * n_components:
+        half = int(np.ceil(n_comp / 2))
+        base = np.eye(half, n_components)
+        return np.vstack([base, -base])[:n_comp]
+    if data is not None and not sp.issparse(data):
+        centroids = np.vstack([data[labels == c].mean(axis=0) for c in range(n_comp)])
+        centroids = centroids - centroids.mean(axis=0)
+        u, s, _ = np.linalg.svd(centroids, full_matrices=False)
+        meta = u[:, :n_components] * s[:n_components]
+        if meta.shape[1] == n_components and np.ptp(meta, axis=0).min() > 0:
+            return meta / np.abs(meta).max()
+    rng = np.random.default_rng(seed)
+    meta = rng.standard_normal((n_comp, n_components))
+    return meta / np.linalg.norm(meta, axis=1, keepdims=True)
+
+
+def _multi_component(graph, labels, n_comp, n_components, seed, data) -> np.ndarray:
+    meta = _meta_positions(labels, n_comp, n_components, seed, data)
+    gaps = np.linalg.norm(meta[:, None, :] - meta[None, :, :], axis=2)
+    np.fill_diagonal(gaps, np.inf)
+    radius = np.maximum(gaps.min(axis=1) / 4.0, 1e-3)
+    out = np.empty((graph.shape[0], n_components), dtype=np.float64)
+    for c in range(n_comp):
+        members = np.flatnonzero(labels == c)
+        sub = graph[members][:, members]
+        layout = spectral_layout(sub, n_components, seed + c)
+        if layout is None:
+            rng = np.random.default_rng(seed + c)
+            layout = rng.uniform(-1.0, 1.0, size=(members.size, n_components))
+        layout = layout / max(np.abs(layout).max(), 1e-12)
+        out[members] = meta[c] + radius[c] * layout
+    return _expand(out, seed)
+
+
+def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
+    """The first principal components of ``X`` (dense), float32."""
+    from unimap.methods.pca import PCA
+
+    k = min(n_components, X.shape[0], X.shape[1])
+    proj = PCA(k, random_state=seed).fit_transform(X).astype(np.float32)
+    if k < n_components:  # fewer features than output dimensions: pad with small noise
+        rng = np.random.default_rng(seed)
+        pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0),
+                         size=(X.shape[0], n_components - k))
+        proj = np.hstack([proj, pad.astype(np.float32)])
+    return proj
+
+
+def random_init(n_samples: int, n_components: int, seed: int, scale: float = 10.0,
+                distribution: str = "uniform") -> np.ndarray:
+    """Uniform in ``[-scale, scale]`` (UMAP) or normal with std ``scale`` (t-SNE)."""
+    rng = np.random.default_rng(seed)
+    if distribution == "uniform":
+        Y = rng.uniform(-scale, scale, size=(n_samples, n_components))
+    else:
+        Y = rng.normal(scale=scale, size=(n_samples, n_components))
+    return Y.astype(np.float32)
+
+
+def array_init(init: Any, n_samples: int, n_components: int) -> np.ndarray:
+    """Validate a user-given initial embedding."""
+    Y = check_array(init, "init")
+    if Y.shape != (n_samples, n_components):
+        raise ValueError(
+            f"init array must have shape ({n_samples}, {n_components}), got {Y.shape}"
+        )
+    return Y.copy()
+
+
+def rescale_to_box(Y: np.ndarray, size: float = 10.0) -> np.ndarray:
+    """Affinely map each coordinate onto ``[0, size]`` (constant columns map to 0)."""
+    lo, hi = Y.min(axis=0), Y.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return np.ascontiguousarray(size * (Y - lo) / span, dtype=np.float32)
+
+
+def rescale_to_std(Y: np.ndarray, std: float = 1e-4) -> np.ndarray:
+    """Centre and scale so the first coordinate has standard deviation ``std`` (t-SNE)."""
+    Y = Y - Y.mean(axis=0)
+    s = Y[:, 0].std()
+    return np.ascontiguousarray(Y * (std / s if s > 0 else 1.0), dtype=np.float32)

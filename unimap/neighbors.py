@@ -1,0 +1,366 @@
+"""The k-nearest-neighbour graph: exact and approximate backends behind one interface.
+
+Convention: a kNN graph of ``n`` points with ``k`` neighbours is a pair of ``(n, k)`` arrays
+``indices`` (int32) and ``distances`` (float32), rows sorted by distance, and, for the graph of
+the training points, column 0 is the point itself at distance 0 (as in umap-learn, so
+``n_neighbors=15`` means the point and its 14 nearest others).
+
+Metrics: ``euclidean``, ``cosine``, ``correlation`` (reduced to euclidean on normalised rows,
+so every backend serves them), ``manhattan`` (exact backend, or pynndescent when installed),
+and ``precomputed`` (a square distance matrix).
+
+Backends (``method``):
+
+- ``"exact"``: chunked BLAS distances and a parallel row-wise top-k; ground truth, and the
+  fastest choice for small data.
+- ``"hnsw"``: faiss HNSW graph (``pip install unimap[faiss]``), the default for large data,
+  chosen by measurement (``benchmarks/knn_candidates.py``).
+- ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
+  sparse data.
+- ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
+  else nndescent if installed, else exact (with a warning about the time it takes).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap._validation import check_choice, check_int, numba_threads, resolve_n_jobs
+
+__all__ = ["KNNGraph", "NeighborIndex", "nearest_neighbors", "METRICS", "EXACT_MAX_SAMPLES"]
+
+METRICS = ("euclidean", "cosine", "correlation", "manhattan", "precomputed")
+METHODS = ("auto", "exact", "hnsw", "nndescent")
+EXACT_MAX_SAMPLES = 20_000
+_CHUNK_BYTES = 1 << 27  # 128 MiB of float32 distances per query block
+
+
+@dataclass
+class KNNGraph:
+    """k nearest neighbours of every point, sorted by distance (see module docstring)."""
+
+    indices: np.ndarray
+    distances: np.ndarray
+    metric: str
+    method: str
+
+
+def _normalize_rows(X: np.ndarray, center: bool) -> np.ndarray:
+    """Rows scaled to unit norm (after centring for correlation); zero rows stay zero."""
+    X = np.array(X, dtype=np.float32, copy=True)
+    if center:
+        X -= X.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    np.divide(X, norms, out=X, where=norms > 0)
+    return X
+
+
+def _prepare(X: np.ndarray, metric: str) -> np.ndarray:
+    """Map cosine/correlation to euclidean geometry on normalised rows."""
+    if metric == "cosine":
+        return _normalize_rows(X, center=False)
+    if metric == "correlation":
+        return _normalize_rows(X, center=True)
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def _finish_distances(dist: np.ndarray, metric: str) -> np.ndarray:
+    """Convert backend distances (euclidean on prepared rows) into the metric's distances."""
+    if metric in ("cosine", "correlation"):
+        # |u - v|^2 = 2 - 2 cos(u, v) for unit vectors.
+        return np.maximum(dist * dist * np.float32(0.5), np.float32(0.0))
+    return dist
+
+
+def _exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
+                 self_offset: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest rows of ``data`` for each query, by blocks of queries.
+
+    ``self_offset`` is the row of ``data`` that query 0 is (when querying the data against
+    itself), so that the point itself is excluded; None for new points.
+    """
+    from unimap._kernels.topk import manhattan_block, rows_k_smallest
+
+    n, m = data.shape[0], queries.shape[0]
+    k_eff = min(k, n - (self_offset is not None))
+    idx = np.empty((m, k_eff), dtype=np.int64)
+    dist = np.empty((m, k_eff), dtype=np.float32)
+    if k_eff == 0:
+        return idx, dist
+    block = max(1, min(m, _CHUNK_BYTES // (4 * n)))
+    sq_norms = np.einsum("ij,ij->i", data, data) if metric != "manhattan" else None
+    for start in range(0, m, block):
+        q = queries[start : start + block]
+        if metric == "manhattan":
+            d = np.empty((q.shape[0], n), dtype=np.float32)
+            manhattan_block(q, data, d)
+        else:
+            d = q @ data.T
+            d *= np.float32(-2.0)
+            d += sq_norms[None, :]
+            d += np.einsum("ij,ij->i", q, q)[:, None]
+        exclude = self_offset is not None
+        offset = (self_offset or 0) + start
+        rows_k_smallest(d, k_eff, offset, exclude, idx[start : start + q.shape[0]],
+                        dist[start : start + q.shape[0]])
+    if metric != "manhattan":
+        np.maximum(dist, 0.0, out=dist)
+        np.sqrt(dist, out=dist)
+    return idx, dist
+
+
+def _with_self_first(idx: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Put each point itself (distance 0) in column 0, followed by its nearest others."""
+    n = idx.shape[0]
+    out_idx = np.empty((n, k), dtype=np.int32)
+    out_dist = np.zeros((n, k), dtype=np.float32)
+    out_idx[:, 0] = np.arange(n)
+    others = idx != np.arange(n)[:, None]
+    # Rows hold k-1 "others" after dropping self; when self was missing (exact duplicates
+    # tie at distance 0) the backend's k-1 nearest are kept.
+    order = np.argsort(~others, axis=1, kind="stable")[:, : k - 1]
+    out_idx[:, 1:] = np.take_along_axis(idx, order, axis=1)
+    out_dist[:, 1:] = np.take_along_axis(dist, order, axis=1)
+    return out_idx, out_dist
+
+
+class NeighborIndex:
+    """A kNN index over training data that also answers queries for new points.
+
+    Parameters
+    ----------
+    metric : str, default="euclidean"
+        One of ``METRICS``.
+    method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
+        Backend (see module docstring).
+    n_jobs : int, default=-1
+        Threads for the backend (-1: all cores).
+    random_state : int, optional
+        Seed for randomised backends.
+    """
+
+    def __init__(self, metric: str = "euclidean", method: str = "auto", n_jobs: int = -1,
+                 random_state: int | None = None) -> None:
+        self.metric = metric
+        self.method = method
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # -- building ---------------------------------------------------------------------------
+    def build(self, X: Any) -> NeighborIndex:
+        """Index the rows of ``X`` (dense array, or a square matrix when precomputed)."""
+        check_choice(self.metric, "metric", METRICS)
+        check_choice(self.method, "method", METHODS)
+        self.n_threads_ = resolve_n_jobs(self.n_jobs)
+        if self.metric == "precomputed":
+            if X.ndim != 2 or X.shape[0] != X.shape[1]:
+                raise ValueError(
+                    f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
+                )
+            if (X < 0).any():
+                raise ValueError("metric='precomputed' distances must be non-negative")
+            self.method_ = "exact"
+            self._data = np.ascontiguousarray(X, dtype=np.float32)
+            return self
+        self.method_ = self._choose_method(X)
+        if sp.issparse(X):
+            X = X.toarray()
+        self._data = _prepare(X, self.metric)
+        if self.method_ == "hnsw":
+            self._faiss = _build_hnsw(self._data, self.n_threads_)
+        elif self.method_ == "nndescent":
+            self._nnd_data = np.ascontiguousarray(X, dtype=np.float32)
+            self._nnd = None
+        return self
+
+    def _choose_method(self, X: Any) -> str:
+        n = X.shape[0]
+        has_faiss = importlib.util.find_spec("faiss") is not None
+        has_nnd = importlib.util.find_spec("pynndescent") is not None
+        if self.method == "hnsw":
+            if not has_faiss:
+                raise ImportError("method='hnsw' needs faiss: pip install 'unimap[faiss]'")
+            if self.metric == "manhattan":
+                raise ValueError("method='hnsw' supports euclidean, cosine and correlation")
+            return "hnsw"
+        if self.method == "nndescent":
+            if not has_nnd:
+                raise ImportError(
+                    "method='nndescent' needs pynndescent: pip install 'unimap[nndescent]'"
+                )
+            return "nndescent"
+        if self.method == "exact" or n <= EXACT_MAX_SAMPLES:
+            return "exact"
+        if self.metric != "manhattan" and has_faiss:
+            return "hnsw"
+        if has_nnd:
+            return "nndescent"
+        warnings.warn(
+            f"exact kNN on {n} points takes O(n^2) time; install faiss-cpu "
+            "('unimap[faiss]') or pynndescent for the fast approximate backends",
+            stacklevel=3,
+        )
+        return "exact"
+
+    # -- queries -----------------------------------------------------------------------------
+    def knn_graph(self, n_neighbors: int) -> KNNGraph:
+        """The kNN graph of the indexed points, the point itself in column 0."""
+        n = self._data.shape[0]
+        k = check_int(n_neighbors, "n_neighbors", 1, n)
+        if self.metric == "precomputed":
+            idx, dist = self._precomputed_rows(self._data, k, exclude_self=True)
+        elif self.method_ == "exact":
+            with numba_threads(self.n_threads_):
+                idx, dist = _exact_query(self._data, self._data, k - 1, self.metric, 0)
+        elif self.method_ == "hnsw":
+            idx, dist = _query_hnsw(self._faiss, self._data, k, self.n_threads_)
+        else:
+            idx, dist = self._nndescent_graph(k)
+        if self.metric != "precomputed":
+            dist = _finish_distances(dist, self.metric)
+        if self.method_ == "exact":
+            idx, dist = _pad_self(idx, dist)
+        else:
+            idx, dist = _with_self_first(idx, dist, k)
+        return KNNGraph(idx.astype(np.int32), dist.astype(np.float32), self.metric, self.method_)
+
+    def query(self, Y: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        """k nearest indexed points of each row of ``Y`` (new points; no self to skip).
+
+        For ``metric="precomputed"``, ``Y`` is an ``(m, n_train)`` distance matrix.
+        """
+        k = min(n_neighbors, self._data.shape[0])
+        if self.metric == "precomputed":
+            if Y.shape[1] != self._data.shape[0]:
+                raise ValueError(
+                    f"precomputed distances to the training points need {self._data.shape[0]} "
+                    f"columns, got {Y.shape[1]}"
+                )
+            idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
+            return idx.astype(np.int32), dist
+        Yp = _prepare(Y, self.metric)
+        if self.method_ == "hnsw":
+            idx, dist = _query_hnsw(self._faiss, Yp, k, self.n_threads_)
+        elif self.method_ == "nndescent":
+            self._ensure_nndescent(k)
+            idx, dist = self._nnd.query(np.ascontiguousarray(Y, dtype=np.float32), k=k)
+            return idx.astype(np.int32), dist.astype(np.float32)
+        else:
+            with numba_threads(self.n_threads_):
+                idx, dist = _exact_query(self._data, Yp, k, self.metric, None)
+        return idx.astype(np.int32), _finish_distances(dist, self.metric)
+
+    @staticmethod
+    def _precomputed_rows(D: np.ndarray, k: int, exclude_self: bool):
+        D = np.array(D, dtype=np.float32, copy=True)
+        if exclude_self:
+            np.fill_diagonal(D, np.inf)
+            k -= 1
+            if k == 0:
+                return np.empty((D.shape[0], 0), np.int64), np.empty((D.shape[0], 0), np.float32)
+        idx = np.argpartition(D, k - 1, axis=1)[:, :k] if k < D.shape[1] else np.argsort(D, 1)
+        idx = idx[:, :k]
+        d = np.take_along_axis(D, idx, axis=1)
+        order = np.argsort(d, axis=1, kind="stable")
+        return np.take_along_axis(idx, order, 1), np.take_along_axis(d, order, 1)
+
+    def _ensure_nndescent(self, k: int) -> None:
+        if self._nnd is None:
+            from pynndescent import NNDescent
+
+            self._nnd = NNDescent(
+                self._nnd_data, n_neighbors=max(k, 15), metric=self.metric,
+                random_state=self.random_state, n_jobs=self.n_threads_,
+            )
+
+    def _nndescent_graph(self, k: int):
+        self._ensure_nndescent(k)
+        idx, dist = self._nnd.neighbor_graph
+        return idx[:, :k], dist[:, :k]
+
+    # faiss indexes are not picklable: serialise them to bytes.
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        if "_faiss" in state:
+            import faiss
+
+            state["_faiss"] = faiss.serialize_index(state["_faiss"])
+        state.pop("_nnd", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if "_faiss" in state:
+            import faiss
+
+            state["_faiss"] = faiss.deserialize_index(state["_faiss"])
+        if "_nnd_data" in state:
+            state["_nnd"] = None
+        self.__dict__.update(state)
+
+
+def _pad_self(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prepend each point itself at distance 0 to rows computed without it."""
+    n = idx.shape[0]
+    out_idx = np.concatenate([np.arange(n, dtype=idx.dtype)[:, None], idx], axis=1)
+    out_dist = np.concatenate([np.zeros((n, 1), dtype=np.float32), dist], axis=1)
+    return out_idx, out_dist
+
+
+def _build_hnsw(data: np.ndarray, n_threads: int):
+    import faiss
+
+    faiss.omp_set_num_threads(n_threads)
+    index = faiss.IndexHNSWFlat(data.shape[1], HNSW_M)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.add(data)
+    return index
+
+
+def _query_hnsw(index, queries: np.ndarray, k: int, n_threads: int):
+    import faiss
+
+    faiss.omp_set_num_threads(n_threads)
+    index.hnsw.efSearch = max(HNSW_EF_SEARCH, 2 * k)
+    sq_dist, idx = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+    # faiss returns -1 where fewer than k neighbours were found; never the case for k <= n.
+    return idx, np.sqrt(np.maximum(sq_dist, 0.0)).astype(np.float32)
+
+
+# HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+HNSW_EF_SEARCH = 48
+
+
+def nearest_neighbors(
+    X: Any,
+    n_neighbors: int = 15,
+    metric: str = "euclidean",
+    method: str = "auto",
+    n_jobs: int = -1,
+    random_state: int | None = None,
+) -> tuple[KNNGraph, NeighborIndex]:
+    """Build the kNN graph of ``X`` and the index that can query new points.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), or (n_samples, n_samples) if precomputed
+    n_neighbors : int, default=15
+        Neighbours per point, the point itself included.
+    metric, method, n_jobs, random_state
+        See :class:`NeighborIndex`.
+
+    Returns
+    -------
+    graph : KNNGraph
+        ``indices``/``distances`` of shape (n_samples, n_neighbors).
+    index : NeighborIndex
+    """
+    index = NeighborIndex(metric, method, n_jobs, random_state).build(X)
+    return index.knn_graph(n_neighbors), index

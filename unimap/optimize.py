@@ -1,0 +1,99 @@
+"""Optimizers that move an embedding: UMAP's edge-sampled SGD (t-SNE and GDR add theirs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["prune_graph", "epochs_per_sample", "umap_sgd"]
+
+
+def prune_graph(graph: sp.csr_matrix, n_epochs: int) -> sp.csr_matrix:
+    """Drop edges too weak to be sampled even once in ``n_epochs`` (weight < max / n_epochs)."""
+    graph = graph.copy()
+    if graph.nnz:
+        graph.data[graph.data < graph.data.max() / float(n_epochs)] = 0.0
+        graph.eliminate_zeros()
+    return graph
+
+
+def epochs_per_sample(weights: np.ndarray, n_epochs: int) -> np.ndarray:
+    """Sampling period of each edge: the heaviest edge is sampled every epoch."""
+    result = np.full(weights.shape[0], -1.0, dtype=np.float64)
+    n_samples = n_epochs * (weights / weights.max())
+    positive = n_samples > 0
+    result[positive] = float(n_epochs) / n_samples[positive]
+    return result
+
+
+def umap_sgd(
+    head: np.ndarray,
+    tail: np.ndarray | None,
+    graph: sp.csr_matrix,
+    n_epochs: int,
+    a: float,
+    b: float,
+    seed: int,
+    learning_rate: float = 1.0,
+    repulsion_strength: float = 1.0,
+    negative_sample_rate: float = 5.0,
+    row_keys: np.ndarray | None = None,
+    callback: Callable[[int, np.ndarray], None] | None = None,
+) -> np.ndarray:
+    """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
+
+    Parameters
+    ----------
+    head : ndarray of shape (n_rows, dim), float32
+        Initial positions of the points being moved (not modified).
+    tail : ndarray of shape (n_tail, dim) or None
+        Fixed positions that edges point to (``transform``); None when fitting, where edges
+        point into ``head`` itself, which must then be symmetric.
+    graph : csr_matrix of shape (n_rows, n_tail)
+        Edge weights (already pruned).
+    n_epochs : int
+    a, b : float
+        Low-dimensional kernel ``1 / (1 + a d^(2b))``.
+    seed : int
+        Seed of the counter-based negative sampling.
+    learning_rate : float, default=1.0
+        Initial step, decayed linearly to 0.
+    repulsion_strength : float, default=1.0
+    negative_sample_rate : float, default=5
+        Negative samples per attraction sample.
+    row_keys : ndarray of shape (n_rows,), uint64, optional
+        Identity of each row in the random stream (default: the row number).
+    callback : callable(epoch, embedding), optional
+        Called after each epoch with the current positions (do not modify).
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_rows, dim), float32
+    """
+    from unimap._kernels.umap_sgd import sgd_epoch
+
+    fitting = tail is None
+    old = np.ascontiguousarray(head, dtype=np.float32).copy()
+    new = np.empty_like(old)
+    graph = sp.csr_matrix(graph)
+    indptr = graph.indptr.astype(np.int64)
+    indices = graph.indices.astype(np.int32)
+    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs)
+    eps_neg = eps / negative_sample_rate
+    next_sample = eps.copy()
+    next_negative = eps_neg.copy()
+    if row_keys is None:
+        row_keys = np.arange(old.shape[0], dtype=np.uint64)
+    n_attract = 2 if fitting else 1
+    f32 = np.float32
+    for epoch in range(n_epochs):
+        alpha = learning_rate * (1.0 - epoch / float(n_epochs))
+        sgd_epoch(old, new, old if fitting else tail, indptr, indices, eps, next_sample,
+                  eps_neg, next_negative, row_keys, np.uint64(seed), epoch, f32(a), f32(b),
+                  f32(repulsion_strength), f32(alpha), n_attract, fitting)
+        old, new = new, old
+        if callback is not None:
+            callback(epoch, old)
+    return old
