@@ -191,10 +191,13 @@ def resolve_n_jobs(n_jobs: Any) -> int:
 
 
 @contextmanager
-def numba_threads(n_threads: int):
-    """Run numba parallel kernels with ``n_threads`` threads, restoring the previous count."""
+def numba_threads(n_threads: int | None):
+    """Run numba parallel kernels with ``n_threads`` threads (None: leave as is), then restore."""
     import numba
 
+    if n_threads is None:
+        yield numba.get_num_threads()
+        return
     n_threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
     previous = numba.get_num_threads()
     numba.set_num_threads(n_threads)

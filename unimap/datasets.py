@@ -11,11 +11,12 @@ from __future__ import annotations
 import gzip
 import os
 import struct
-import tempfile
 import urllib.request
 from pathlib import Path
 
 import numpy as np
+
+from unimap._io import atomic_path
 
 __all__ = ["load_digits", "load_mnist", "make_blobs", "read_idx", "load_builtin", "BUILTIN"]
 
@@ -100,15 +101,9 @@ def _download_mnist(target: Path) -> None:
     for name in _MNIST_FILES.values():
         if (target / name).is_file():
             continue
-        # Write to a temporary file in the same folder, then rename: never a half file.
-        fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
-        try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(_MNIST_MIRROR + name) as src:
-                out.write(src.read())
-            os.replace(tmp, target / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_path(target / name) as tmp, open(tmp, "wb") as out, \
+                urllib.request.urlopen(_MNIST_MIRROR + name) as src:
+            out.write(src.read())
 
 
 def load_mnist(

@@ -7,7 +7,11 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["prune_graph", "epochs_per_sample", "umap_sgd"]
+from unimap._validation import numba_threads
+
+__all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
+
+PARALLEL_MIN_ROWS = 512  # below this, a serial epoch beats waking the thread pool
 
 
 def prune_graph(graph: sp.csr_matrix, n_epochs: int) -> sp.csr_matrix:
@@ -72,28 +76,58 @@ def umap_sgd(
     -------
     embedding : ndarray of shape (n_rows, dim), float32
     """
-    from unimap._kernels.umap_sgd import sgd_epoch
+    from unimap._kernels.umap_sgd import sgd_epoch_edges, sgd_epoch_rows
 
-    fitting = tail is None
-    old = np.ascontiguousarray(head, dtype=np.float32).copy()
-    new = np.empty_like(old)
+    emb = np.ascontiguousarray(head, dtype=np.float32).copy()
     graph = sp.csr_matrix(graph)
     indptr = graph.indptr.astype(np.int64)
     indices = graph.indices.astype(np.int32)
     eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs)
+    if tail is None:
+        heads, tails, class_ptr, order = edge_classes(indptr, indices, emb.shape[0])
+        eps = eps[order]
     eps_neg = eps / negative_sample_rate
     next_sample = eps.copy()
     next_negative = eps_neg.copy()
     if row_keys is None:
-        row_keys = np.arange(old.shape[0], dtype=np.uint64)
-    n_attract = 2 if fitting else 1
+        row_keys = np.arange(emb.shape[0], dtype=np.uint64)
+    # Few rows: one thread, since waking the pool each epoch costs more than the work.
+    # (Results do not depend on the thread count.)
+    n_threads = None if emb.shape[0] >= PARALLEL_MIN_ROWS else 1
     f32 = np.float32
-    for epoch in range(n_epochs):
-        alpha = learning_rate * (1.0 - epoch / float(n_epochs))
-        sgd_epoch(old, new, old if fitting else tail, indptr, indices, eps, next_sample,
-                  eps_neg, next_negative, row_keys, np.uint64(seed), epoch, f32(a), f32(b),
-                  f32(repulsion_strength), f32(alpha), n_attract, fitting)
-        old, new = new, old
-        if callback is not None:
-            callback(epoch, old)
-    return old
+    a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
+    seed = np.uint64(seed)
+    snapshot = np.empty_like(emb)
+    with numba_threads(n_threads):
+        for epoch in range(n_epochs):
+            alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
+            if tail is None:
+                snapshot[:] = emb
+                sgd_epoch_edges(emb, snapshot, heads, tails, class_ptr, eps, next_sample,
+                                eps_neg, next_negative, seed, epoch, a, b, gamma, alpha)
+            else:
+                sgd_epoch_rows(emb, tail, indptr, indices, eps, next_sample, eps_neg,
+                               next_negative, row_keys, seed, epoch, a, b, gamma, alpha)
+            if callback is not None:
+                callback(epoch, emb)
+    return emb
+
+
+def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
+    """Directed edges sorted into vertex-disjoint colour classes.
+
+    Returns
+    -------
+    heads, tails : int32 arrays of the edges in class order
+    class_ptr : int64 array, class ``c`` is ``[class_ptr[c], class_ptr[c + 1])``
+    order : positions of the class-ordered edges in the CSR edge list
+    """
+    from unimap._kernels.edge_coloring import greedy_edge_coloring
+
+    colors, n_colors = greedy_edge_coloring(indptr, indices, n_vertices)
+    order = np.argsort(colors, kind="stable")
+    csr_heads = np.repeat(np.arange(n_vertices, dtype=np.int32), np.diff(indptr))
+    class_ptr = np.zeros(n_colors + 1, dtype=np.int64)
+    np.cumsum(np.bincount(colors, minlength=n_colors), out=class_ptr[1:])
+    return (np.ascontiguousarray(csr_heads[order]), np.ascontiguousarray(indices[order]),
+            class_ptr, order)

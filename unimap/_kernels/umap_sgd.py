@@ -1,14 +1,21 @@
-"""One epoch of UMAP's edge-sampled SGD, parallel over rows and deterministic for any thread count.
+"""UMAP's edge-sampled SGD epochs: threaded, and deterministic for any thread count.
 
-umap-learn moves both ends of an edge in place while other threads read and write the same
-points, so its threaded runs are not reproducible. Here each row (head point) is owned by one
-thread: it starts from the epoch's snapshot ``head_old[i]``, applies its sampled attractions and
-negative samples sequentially to its own position (so the moves stay self-limiting, as in the
-sequential algorithm), reads every other point from the snapshot, and writes ``head_new[i]``.
-The graph is symmetric, so edge (j, i) moves j as edge (i, j) moves i: applying the attraction
-``n_attract=2`` times per sample reproduces umap-learn's ``move_other`` balance of two
-attractions per neighbour per sampling period against the negative samples of one.
-Negative samples come from a counter-based hash of (seed, row key, edge, epoch, sample).
+umap-learn's threaded SGD moves both ends of an edge in place while other threads read and
+write the same points, so its threaded runs are not reproducible (it forces one thread when
+seeded). Two kernels here avoid any shared write:
+
+``sgd_epoch_edges`` (fit): the directed edges are split by a greedy edge colouring into classes
+in which no two edges share a point. Classes run one after the other, edges of a class in
+parallel; each sampled edge moves both ends (umap-learn's ``move_other``) and its head takes the
+negative samples, read from the epoch's start ``snapshot``. Every point is written by one
+thread at a time in a fixed order, so the result does not depend on the thread count.
+(Moving only the head of each edge, row by row, is simpler but measurably worse: clusters
+fragment; see the note in ``unimap.optimize``.)
+
+``sgd_epoch_rows`` (transform): the tail embedding is fixed, so each new point (row) is
+independent; rows run in parallel.
+
+Negative samples come from a counter-based hash of (seed, edge key, epoch, sample index).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import numpy as np
 from unimap._kernels.rng import bounded, hash_combine, mix64
 
 CLIP = 4.0
+SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking the threads
 
 
 @numba.njit(inline="always", cache=True)
@@ -30,56 +38,109 @@ def _clip(x):
     return x
 
 
-@numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch(head_old, head_new, tail, indptr, indices, epochs_per_sample, next_sample,
-              epochs_per_negative, next_negative, row_keys, seed, epoch, a, b, gamma, alpha,
-              n_attract, tail_is_head):
-    """Run epoch ``epoch`` for every row; see the module docstring.
+@numba.njit(inline="always", cache=True)
+def _sq_dist(x, y):
+    d2 = np.float32(0.0)
+    for d in range(x.shape[0]):
+        diff = x[d] - y[d]
+        d2 += diff * diff
+    return d2
 
-    ``head_old``/``head_new``: (n_rows, dim) float32 snapshot and output; ``tail``: the points
-    edges and negative samples point to (``head_old`` itself when fitting, the fixed training
-    embedding when transforming). ``next_sample``/``next_negative`` are per-edge schedules
-    (float64), updated in place by the thread owning the row.
+
+@numba.njit(inline="always", cache=True)
+def _attraction_coeff(d2, a, b):
+    if d2 <= 0.0:
+        return np.float32(0.0)
+    pb = d2**b
+    return (np.float32(-2.0) * a * b * pb / d2) / (a * pb + np.float32(1.0))
+
+
+@numba.njit(inline="always", cache=True)
+def _repulsion_coeff(d2, a, b, gamma):
+    return np.float32(2.0) * gamma * b / ((np.float32(0.001) + d2) * (a * d2**b + np.float32(1.0)))
+
+
+@numba.njit(inline="always", cache=True)
+def _negative_samples(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
+    """Push ``y`` away from ``n_neg`` uniformly drawn rows of ``pool`` (never itself)."""
+    n_pool = pool.shape[0]
+    for s in range(n_neg):
+        k = bounded(hash_combine(key, s), n_pool)
+        if k == self_index:
+            continue
+        other = pool[k]
+        d2 = _sq_dist(y, other)
+        if d2 > 0.0:
+            coeff = _repulsion_coeff(d2, a, b, gamma)
+            for d in range(y.shape[0]):
+                y[d] += _clip(coeff * (y[d] - other[d])) * alpha
+
+
+@numba.njit(inline="always", cache=True)
+def _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    if next_sample[e] > epoch:
+        return
+    i = heads[e]
+    j = tails[e]
+    current = emb[i]
+    other = emb[j]
+    coeff = _attraction_coeff(_sq_dist(current, other), a, b)
+    for d in range(current.shape[0]):
+        g = _clip(coeff * (current[d] - other[d])) * alpha
+        current[d] += g
+        other[d] -= g
+    next_sample[e] += epochs_per_sample[e]
+    n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
+    key = hash_combine(hash_combine(seed_hash, e), epoch)
+    _negative_samples(current, i, snapshot, n_neg, key, a, b, gamma, alpha)
+    next_negative[e] += n_neg * epochs_per_negative[e]
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def sgd_epoch_edges(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                    epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
+    """One fit epoch over colour classes ``class_ptr`` of the (class-sorted) edge arrays.
+
+    ``emb`` (n, dim) float32 is updated in place; ``snapshot`` is its copy from the start of
+    the epoch, the pool of negative samples.
     """
-    n_rows = indptr.shape[0] - 1
-    dim = head_old.shape[1]
-    n_tail = tail.shape[0]
     seed_hash = mix64(np.uint64(seed))
-    for i in numba.prange(n_rows):
-        y = head_new[i]
-        for d in range(dim):
-            y[d] = head_old[i, d]
+    for c in range(class_ptr.shape[0] - 1):
+        start, stop = class_ptr[c], class_ptr[c + 1]
+        if stop - start < SERIAL_CLASS_SIZE:
+            for e in range(start, stop):
+                _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                              epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                              gamma, alpha)
+        else:
+            for e in numba.prange(start, stop):
+                _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                              epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                              gamma, alpha)
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
+                   epochs_per_negative, next_negative, row_keys, seed, epoch, a, b, gamma,
+                   alpha):
+    """One transform epoch: move each row of ``head`` against the fixed ``tail`` embedding.
+
+    ``row_keys`` identify rows in the random stream independently of their batch position.
+    """
+    seed_hash = mix64(np.uint64(seed))
+    for i in numba.prange(indptr.shape[0] - 1):
+        y = head[i]
         row_hash = hash_combine(seed_hash, row_keys[i])
         for e in range(indptr[i], indptr[i + 1]):
             if next_sample[e] > epoch:
                 continue
-            j = indices[e]
-            other = tail[j]
-            for _ in range(n_attract):
-                d2 = np.float32(0.0)
-                for d in range(dim):
-                    diff = y[d] - other[d]
-                    d2 += diff * diff
-                if d2 > 0.0:
-                    pb = d2**b
-                    coeff = (-2.0 * a * b * pb / d2) / (a * pb + 1.0)
-                    for d in range(dim):
-                        y[d] += _clip(coeff * (y[d] - other[d])) * alpha
+            other = tail[indices[e]]
+            coeff = _attraction_coeff(_sq_dist(y, other), a, b)
+            for d in range(y.shape[0]):
+                y[d] += _clip(coeff * (y[d] - other[d])) * alpha
             next_sample[e] += epochs_per_sample[e]
-
             n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
-            edge_hash = hash_combine(hash_combine(row_hash, e - indptr[i]), epoch)
-            for s in range(n_neg):
-                k = bounded(hash_combine(edge_hash, s), n_tail)
-                if tail_is_head and k == i:
-                    continue
-                other = tail[k]
-                d2 = np.float32(0.0)
-                for d in range(dim):
-                    diff = y[d] - other[d]
-                    d2 += diff * diff
-                if d2 > 0.0:
-                    coeff = 2.0 * gamma * b / ((0.001 + d2) * (a * d2**b + 1.0))
-                    for d in range(dim):
-                        y[d] += _clip(coeff * (y[d] - other[d])) * alpha
+            key = hash_combine(hash_combine(row_hash, e - indptr[i]), epoch)
+            _negative_samples(y, -1, tail, n_neg, key, a, b, gamma, alpha)
             next_negative[e] += n_neg * epochs_per_negative[e]

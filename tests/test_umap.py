@@ -1,0 +1,231 @@
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.manifold import trustworthiness
+from sklearn.model_selection import cross_val_score
+from sklearn.neighbors import KNeighborsClassifier
+
+from unimap import UMAP
+
+
+def _knn_accuracy(E, y):
+    return cross_val_score(KNeighborsClassifier(10), E, y, cv=5).mean()
+
+
+@pytest.fixture(scope="module")
+def digits_model(digits):
+    X, _ = digits
+    return UMAP(random_state=0).fit(X)
+
+
+def test_quality_on_digits(digits, digits_model):
+    # umap-learn 0.5 reaches trustworthiness 0.988 and 10-NN accuracy 0.97 on digits; a layout
+    # that keeps only the spectral initialization (n_epochs tiny) scores about 0.93 / 0.90, so
+    # these thresholds fail for an optimizer that does not do its job.
+    X, y = digits
+    E = digits_model.embedding_
+    assert E.shape == (1797, 2) and E.dtype == np.float32
+    assert trustworthiness(X, E, n_neighbors=15) > 0.98
+    assert _knn_accuracy(E, y) > 0.95
+
+
+def test_fitted_attributes(digits_model):
+    m = digits_model
+    assert sp.isspmatrix_csr(m.graph_) and m.graph_.shape == (1797, 1797)
+    assert abs(m.graph_ - m.graph_.T).max() < 1e-6
+    assert m.knn_indices_.shape == (1797, 15) and m.n_neighbors_ == 15
+    assert m.n_epochs_ == 500 and m.a_ == pytest.approx(1.577, abs=2e-3)
+    assert set(m.timings_) == {"neighbors", "graph", "init", "optimize", "total"}
+    assert m.init_info_["method"] == "spectral"
+    assert m.n_epochs is None  # hyperparameters are never overwritten
+
+
+def test_same_seed_same_embedding_for_any_n_jobs(blobs):
+    X, _ = blobs
+    runs = [UMAP(random_state=7, n_jobs=j, n_epochs=60).fit_transform(X) for j in (1, 2, 3)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+    other = UMAP(random_state=8, n_jobs=1, n_epochs=60).fit_transform(X)
+    assert not np.array_equal(runs[0], other)
+
+
+def test_transform_training_points_land_near_their_embedding(digits, digits_model):
+    X, _ = digits
+    E = digits_model.embedding_
+    T = digits_model.transform(X[:200])
+    # distance to own embedding vs typical distance between points
+    own = np.linalg.norm(T - E[:200], axis=1)
+    spread = np.linalg.norm(E - E.mean(0), axis=1).mean()
+    assert np.median(own) < 0.1 * spread
+    # and each transformed point's nearest training point is usually of its own label
+    from sklearn.neighbors import NearestNeighbors
+
+    _, idx = NearestNeighbors(n_neighbors=1).fit(E).kneighbors(T)
+    y = digits[1]
+    assert (y[idx[:, 0]] == y[:200]).mean() > 0.95
+
+
+def test_transform_is_batch_independent(digits, digits_model):
+    X, _ = digits
+    batch = digits_model.transform(X[:20])
+    single = np.vstack([digits_model.transform(X[i : i + 1]) for i in range(20)])
+    np.testing.assert_allclose(batch, single, rtol=1e-5, atol=1e-5)
+
+
+def test_transform_wrong_width_and_unfitted(digits_model):
+    with pytest.raises(ValueError, match="X has 5 features, but UMAP was fitted with 64"):
+        digits_model.transform(np.zeros((3, 5)))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        UMAP().transform(np.zeros((3, 5)))
+
+
+def test_pickle_roundtrip(blobs):
+    X, _ = blobs
+    m = UMAP(random_state=0, n_epochs=30).fit(X)
+    m2 = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(m.transform(X[:5]), m2.transform(X[:5]))
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "match"),
+    [
+        (np.array([[0.0, np.nan], [1.0, 2.0], [3.0, 4.0]]), ValueError, "NaN"),
+        (np.array([[0.0, np.inf], [1.0, 2.0], [3.0, 4.0]]), ValueError, "NaN"),
+        (np.empty((0, 4)), ValueError, "empty"),
+        (np.arange(10.0), ValueError, "2-D"),
+        (np.array([[object(), 1]], dtype=object), TypeError, "dtype object"),
+        (np.ones((1, 3)), ValueError, "at least 2 samples"),
+    ],
+)
+def test_bad_input(bad, error, match):
+    with pytest.raises(error, match=match):
+        UMAP().fit(bad)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"n_neighbors": 1}, "n_neighbors must be in"),
+        ({"n_components": 0}, "n_components must be in"),
+        ({"min_dist": -1.0}, "min_dist must be"),
+        ({"min_dist": 2.0}, "min_dist must be"),
+        ({"spread": 0.0}, "spread must be"),
+        ({"learning_rate": 0.0}, "learning_rate must be"),
+        ({"n_epochs": 0}, "n_epochs must be in"),
+        ({"metric": "cosin"}, "metric must be one of"),
+        ({"init": "spectal"}, "init must be one of"),
+        ({"set_op_mix_ratio": 1.5}, "set_op_mix_ratio must be"),
+        ({"negative_sample_rate": 0}, "negative_sample_rate must be"),
+        ({"a": 1.0}, "a and b must be given together"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"knn_method": "annoy"}, "knn_method must be one of"),
+    ],
+)
+def test_invalid_hyperparameters(blobs, params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        UMAP(**params).fit(blobs[0])
+
+
+def test_n_smaller_than_n_neighbors_warns_and_records():
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    m = UMAP(n_neighbors=15, random_state=0)
+    with pytest.warns(UserWarning, match="n_neighbors=15 is larger than the number of samples"):
+        E = m.fit_transform(X)
+    assert m.n_neighbors_ == 6 and m.n_neighbors == 15
+    assert E.shape == (6, 2) and np.isfinite(E).all()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_tiny_inputs_give_finite_output(n):
+    X = np.random.default_rng(n).normal(size=(n, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        E = UMAP(random_state=0).fit_transform(X)
+    assert E.shape == (n, 2) and np.isfinite(E).all()
+
+
+def test_duplicates_and_constant_columns(blobs):
+    X, _ = blobs
+    Xd = np.vstack([X, X[:50], X[:50]])
+    Xd = np.hstack([Xd, np.ones((len(Xd), 3))])
+    E = UMAP(random_state=0, n_epochs=80).fit_transform(Xd)
+    assert np.isfinite(E).all()
+
+
+def test_constant_data_gives_finite_output():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        E = UMAP(random_state=0, n_epochs=50).fit_transform(np.ones((40, 5)))
+    assert np.isfinite(E).all()
+
+
+def test_disconnected_data_warns_and_separates():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 1, (60, 5)), rng.normal(1000, 1, (60, 5))])
+    m = UMAP(n_neighbors=10, random_state=0, n_epochs=100)
+    with pytest.warns(UserWarning, match="connected components"):
+        E = m.fit_transform(X)
+    assert m.init_info_["n_graph_components"] == 2
+    assert np.isfinite(E).all()
+    # the two groups do not mix: every point's nearest neighbour is in its own group
+    from sklearn.neighbors import NearestNeighbors
+
+    _, idx = NearestNeighbors(n_neighbors=2).fit(E).kneighbors(E)
+    assert ((idx[:, 1] < 60) == (np.arange(120) < 60)).all()
+
+
+def test_integer_float16_and_sparse_input(blobs):
+    X, _ = blobs
+    Xi = np.round(X * 10).astype(np.int32)
+    assert np.isfinite(UMAP(random_state=0, n_epochs=30).fit_transform(Xi)).all()
+    assert np.isfinite(UMAP(random_state=0, n_epochs=30).fit_transform(X.astype(np.float16))).all()
+    E_sparse = UMAP(random_state=0, n_epochs=30).fit_transform(sp.csr_matrix(X))
+    E_dense = UMAP(random_state=0, n_epochs=30).fit_transform(X)
+    np.testing.assert_allclose(E_sparse, E_dense, atol=1e-4)
+
+
+@pytest.mark.parametrize("init", ["pca", "random"])
+def test_other_inits(blobs, init):
+    X, y = blobs
+    m = UMAP(init=init, random_state=0, n_epochs=100).fit(X)
+    assert m.init_info_["method"] == init
+    assert _knn_accuracy(m.embedding_, y) > 0.95
+
+
+def test_array_init_and_3d(blobs):
+    X, _ = blobs
+    init = np.random.default_rng(0).normal(size=(len(X), 3))
+    E = UMAP(n_components=3, init=init, random_state=0, n_epochs=30).fit_transform(X)
+    assert E.shape == (len(X), 3)
+    with pytest.raises(ValueError, match="init array must have shape"):
+        UMAP(init=init[:10], n_components=3).fit(X)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "manhattan", "correlation"])
+def test_metrics(blobs, metric):
+    X, y = blobs
+    E = UMAP(metric=metric, random_state=0, n_epochs=100).fit_transform(X + 20)
+    assert _knn_accuracy(E, y) > 0.9
+
+
+def test_precomputed_distances_and_knn(blobs):
+    from scipy.spatial.distance import cdist
+
+    from unimap.neighbors import nearest_neighbors
+
+    X, y = blobs
+    m1 = UMAP(metric="precomputed", random_state=0, n_epochs=60).fit(cdist(X, X))
+    m2 = UMAP(random_state=0, n_epochs=60, knn_method="exact").fit(X)
+    assert abs(m1.graph_ - m2.graph_).max() < 1e-3  # float32 BLAS vs float64 cdist
+    assert _knn_accuracy(m1.embedding_, y) > 0.95
+    E2 = m2.embedding_
+    graph, _ = nearest_neighbors(X, 15, method="exact")
+    m = UMAP(precomputed_knn=(graph.indices, graph.distances), random_state=0, n_epochs=60)
+    np.testing.assert_allclose(m.fit_transform(X), E2, atol=1e-3)
+    with pytest.raises(ValueError, match="unavailable"):
+        m.transform(X[:2])
+    with pytest.raises(ValueError, match="precomputed_knn arrays"):
+        UMAP(precomputed_knn=(graph.indices[:5], graph.distances[:5])).fit(X)

@@ -1,0 +1,175 @@
+"""The ``unimap`` command.
+
+``unimap embed INPUT -o map.png`` reads a ``.npy`` or ``.csv`` table, or a built-in dataset
+(``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot.
+Files are written atomically: a failed run leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from unimap._io import atomic_path
+
+__all__ = ["main", "read_table"]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def read_table(path: str | os.PathLike, label_column: str | None = None
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Read a numeric table from ``.npy`` or ``.csv``/``.tsv``.
+
+    A CSV first row that is not all numbers is taken as a header. ``label_column`` (name or
+    0-based index) is split off as labels (any strings) and excluded from the features.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {path}")
+    if path.suffix == ".npy":
+        if label_column is not None:
+            raise ValueError("--label-column applies to CSV input; pass --labels FILE for .npy")
+        return np.load(path, allow_pickle=False), None
+    if path.suffix not in (".csv", ".tsv", ".txt"):
+        raise ValueError(f"unsupported input format {path.suffix!r}: use .npy or .csv")
+    delimiter = "\t" if path.suffix == ".tsv" else ","
+    with open(path, newline="") as fh:
+        rows = [row for row in csv.reader(fh, delimiter=delimiter) if row]
+    if not rows:
+        raise ValueError(f"{path} is empty")
+    header = None if all(_is_number(c) for c in rows[0]) else [c.strip() for c in rows[0]]
+    body = rows[1:] if header else rows
+    width = len(rows[0])
+    if any(len(r) != width for r in body):
+        raise ValueError(f"{path}: rows have different numbers of columns")
+    labels = None
+    columns = list(range(width))
+    if label_column is not None:
+        col = _column_index(label_column, header, width)
+        labels = np.array([r[col].strip() for r in body])
+        columns.remove(col)
+    try:
+        X = np.array([[float(r[c]) for c in columns] for r in body], dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"{path}: non-numeric value in a feature column ({exc}); "
+                         "use --label-column for a text column") from exc
+    if labels is not None and all(_is_number(v) for v in labels):
+        labels = labels.astype(np.float64)
+        if np.all(labels == np.round(labels)):
+            labels = labels.astype(np.int64)
+    return X, labels
+
+
+def _column_index(label_column: str, header: list[str] | None, width: int) -> int:
+    if header is not None and label_column in header:
+        return header.index(label_column)
+    if label_column.lstrip("-").isdigit():
+        col = int(label_column)
+        if -width <= col < width:
+            return col % width
+    raise ValueError(f"label column {label_column!r} not found")
+
+
+def _load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
+    from unimap.datasets import BUILTIN, load_builtin
+
+    if args.input in BUILTIN and not Path(args.input).exists():
+        X, y = load_builtin(args.input)
+        return X, y, args.input
+    X, labels = read_table(args.input, args.label_column)
+    if args.labels:
+        labels = np.load(args.labels, allow_pickle=False) if args.labels.endswith(".npy") \
+            else read_table(args.labels)[0].ravel()
+    return X, labels, Path(args.input).stem
+
+
+def _atomic_save_array(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp:
+        if path.suffix == ".csv":
+            np.savetxt(tmp, array, delimiter=",", fmt="%.6g")
+        else:
+            with open(tmp, "wb") as fh:
+                np.save(fh, array)
+
+
+def _make_estimator(args):
+    import unimap
+
+    if args.method == "pca":
+        return unimap.PCA(n_components=args.n_components, random_state=args.random_state)
+    return unimap.UMAP(
+        n_neighbors=args.n_neighbors, n_components=args.n_components, min_dist=args.min_dist,
+        metric=args.metric, n_epochs=args.n_epochs, random_state=args.random_state,
+        n_jobs=args.n_jobs, verbose=args.verbose,
+    )
+
+
+def _embed(args) -> int:
+    out_png = Path(args.output)
+    if out_png.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValueError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
+    out_emb = Path(args.embedding) if args.embedding else out_png.with_suffix(".npy")
+    if out_emb.suffix not in (".npy", ".csv"):
+        raise ValueError(f"--embedding must end in .npy or .csv, got {out_emb.name!r}")
+    X, labels, name = _load_input(args)
+    start = time.perf_counter()
+    estimator = _make_estimator(args)
+    embedding = estimator.fit_transform(X)
+    elapsed = time.perf_counter() - start
+    # Draw first: if plotting fails, nothing has been written.
+    from unimap.plotting import save_scatter
+
+    title = f"{args.method.upper()} of {name} ({X.shape[0]:,} × {X.shape[1]})"
+    save_scatter(out_png, embedding, labels, title=title)
+    _atomic_save_array(out_emb, embedding)
+    print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {out_emb} and {out_png}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="unimap", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    embed = sub.add_parser("embed", help="embed a table or built-in dataset, write a plot")
+    embed.add_argument("input", help="a .npy/.csv file, or a built-in dataset: digits, mnist, "
+                       "blobs")
+    embed.add_argument("-o", "--output", default="unimap.png", help="plot file (.png/.pdf/.svg)")
+    embed.add_argument("--embedding", help="embedding file (.npy or .csv); default: the plot's "
+                       "name with .npy")
+    embed.add_argument("--method", choices=("umap", "pca"), default="umap")
+    embed.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
+    embed.add_argument("--n-neighbors", type=int, default=15)
+    embed.add_argument("--n-components", type=int, default=2)
+    embed.add_argument("--min-dist", type=float, default=0.1)
+    embed.add_argument("--metric", default="euclidean")
+    embed.add_argument("--n-epochs", type=int, default=None)
+    embed.add_argument("--random-state", type=int, default=0)
+    embed.add_argument("--n-jobs", type=int, default=-1)
+    embed.add_argument("-v", "--verbose", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _embed(args)
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+        print(f"unimap: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
