@@ -68,7 +68,8 @@ def test_hnsw_backend_recall():
     approx, index = nearest_neighbors(X, 15, method="hnsw")
     assert approx.method == "hnsw"
     np.testing.assert_array_equal(approx.indices[:, 0], np.arange(3000))
-    hits = [len(set(a[1:]) & set(e[1:])) for a, e in zip(approx.indices, exact.indices)]
+    pairs = zip(approx.indices, exact.indices, strict=True)
+    hits = [len(set(a[1:]) & set(e[1:])) for a, e in pairs]
     # 16-D Gaussian data is the hard case for graph indexes; MNIST reaches higher recall.
     assert np.mean(hits) / 14 > 0.9
     idx, _ = index.query(X[:5], 3)

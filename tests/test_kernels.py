@@ -1,0 +1,41 @@
+import numba
+import numpy as np
+
+from unimap._kernels.edge_coloring import greedy_edge_coloring
+from unimap._kernels.fastpow import fast_pow
+from unimap.affinity import fuzzy_simplicial_set
+from unimap.neighbors import nearest_neighbors
+from unimap.optimize import edge_classes
+
+
+@numba.njit
+def _fast_pow_array(x, b):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = fast_pow(x[i], b)
+    return out
+
+
+def test_fast_pow_relative_error():
+    x = np.exp(np.random.default_rng(0).uniform(np.log(1e-8), np.log(1e6), 200_000))
+    x = x.astype(np.float32)
+    for b in (0.5, 0.895, 1.0, 1.5):
+        ref = x.astype(np.float64) ** b
+        err = np.abs(_fast_pow_array(x, np.float32(b)) / ref - 1.0).max()
+        assert err < 5e-5, (b, err)
+
+
+def test_edge_classes_are_vertex_disjoint_and_cover_all_edges():
+    X = np.random.default_rng(1).standard_normal((600, 5)).astype(np.float32)
+    g, _ = nearest_neighbors(X, 15, method="exact")
+    graph = fuzzy_simplicial_set(g.indices, g.distances)[0]
+    indptr, indices = graph.indptr.astype(np.int64), graph.indices.astype(np.int32)
+    colors, n_colors = greedy_edge_coloring(indptr, indices, 600)
+    degree = np.diff(indptr)
+    assert n_colors <= 4 * degree.max()
+    heads, tails, class_ptr, order = edge_classes(indptr, indices, 600)
+    assert np.array_equal(np.sort(order), np.arange(graph.nnz))
+    for c in range(len(class_ptr) - 1):
+        ends = np.concatenate([heads[class_ptr[c] : class_ptr[c + 1]],
+                               tails[class_ptr[c] : class_ptr[c + 1]]])
+        assert len(np.unique(ends)) == len(ends)  # no point twice in one class
