@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from unimap.cli import main, read_table
+
+
+def test_embed_builtin_digits_writes_embedding_and_png(tmp_path):
+    out = tmp_path / "out" / "digits.png"
+    assert main(["embed", "digits", "-o", str(out), "--n-epochs", "50"]) == 0
+    emb = np.load(out.with_suffix(".npy"))
+    assert emb.shape == (1797, 2) and np.isfinite(emb).all()
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_embed_csv_with_header_and_label_column(tmp_path, blobs):
+    X, y = blobs
+    path = tmp_path / "data.csv"
+    with open(path, "w") as fh:
+        fh.write(",".join([f"f{i}" for i in range(X.shape[1])] + ["kind"]) + "\n")
+        for row, label in zip(X, y, strict=True):
+            fh.write(",".join(f"{v:.5f}" for v in row) + f",type{label}\n")
+    out = tmp_path / "map.png"
+    emb_path = tmp_path / "map.csv"
+    code = main(["embed", str(path), "-o", str(out), "--label-column", "kind",
+                 "--embedding", str(emb_path), "--method", "pca"])
+    assert code == 0
+    assert np.loadtxt(emb_path, delimiter=",").shape == (300, 2)
+    Xr, labels = read_table(path, "kind")
+    assert Xr.shape == (300, 8) and labels[0].startswith("type")
+
+
+def test_embed_npy(tmp_path, blobs):
+    path = tmp_path / "x.npy"
+    np.save(path, blobs[0])
+    assert main(["embed", str(path), "-o", str(tmp_path / "x.png"), "--n-epochs", "30"]) == 0
+    assert np.load(tmp_path / "x.npy").shape == (300, 2)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("1,2\n3,nan\n5,6\n", "NaN"), ("1,2\n3\n", "different numbers of columns"),
+     ("a,b\n1,x\n", "non-numeric")],
+)
+def test_bad_input_fails_cleanly_and_writes_nothing(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    out = tmp_path / "res" / "bad.png"
+    assert main(["embed", str(path), "-o", str(out)]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists() and not out.with_suffix(".npy").exists()
+    if out.parent.exists():
+        assert list(out.parent.iterdir()) == []
+
+
+def test_missing_file_and_bad_output_name(tmp_path, capsys):
+    assert main(["embed", str(tmp_path / "none.csv"), "-o", str(tmp_path / "a.png")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["embed", "digits", "-o", str(tmp_path / "a.txt")]) == 2
+    assert "--output must end in" in capsys.readouterr().err
