@@ -46,3 +46,35 @@ def manhattan_block(A, B, out):
             for d in range(A.shape[1]):
                 acc += abs(A[i, d] - B[j, d])
             out[i, j] = acc
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def rerank_candidates(data, queries, candidates, k, out_idx, out_dist):
+    """Exact squared euclidean distances from each query to its candidate rows of ``data``;
+    write the ``k`` nearest (sorted). Candidates < 0 (missing) are skipped."""
+    n_queries, n_cand = candidates.shape
+    dim = data.shape[1]
+    for i in numba.prange(n_queries):
+        best_d = np.full(k, np.inf, dtype=np.float32)
+        best_i = np.full(k, -1, dtype=np.int64)
+        worst = np.float32(np.inf)
+        for c in range(n_cand):
+            j = candidates[i, c]
+            if j < 0:
+                continue
+            acc = np.float32(0.0)
+            for f in range(dim):
+                diff = queries[i, f] - data[j, f]
+                acc += diff * diff
+            if acc < worst:
+                pos = k - 1
+                while pos > 0 and best_d[pos - 1] > acc:
+                    best_d[pos] = best_d[pos - 1]
+                    best_i[pos] = best_i[pos - 1]
+                    pos -= 1
+                best_d[pos] = acc
+                best_i[pos] = j
+                worst = best_d[k - 1]
+        for m in range(k):
+            out_idx[i, m] = best_i[m]
+            out_dist[i, m] = best_d[m]

@@ -157,8 +157,10 @@ class PCA:
         return "covariance" if d <= 1000 else "full"
 
     def _covariance(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Xc = X.astype(np.float64) - self.mean_
-        cov = (Xc.T @ Xc) / max(X.shape[0] - 1, 1)
+        # Centre first, then one BLAS product in the input precision (float32 for float32 input,
+        # as scikit-learn's covariance_eigh): centring keeps the float32 sums accurate.
+        Xc = X - self.mean_.astype(X.dtype)
+        cov = (Xc.T @ Xc).astype(np.float64) / max(X.shape[0] - 1, 1)
         evals, evecs = scipy.linalg.eigh(cov)
         order = np.argsort(evals)[::-1]
         return evecs[:, order].T, evals[order]
