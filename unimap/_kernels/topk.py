@@ -6,6 +6,20 @@ import numba
 import numpy as np
 
 
+@numba.njit(inline="always", cache=True)
+def _insert_sorted(best_d, best_i, d, j):
+    """Insert candidate ``j`` at distance ``d`` into the sorted k-best lists (dropping the
+    worst); return the new k-th best distance."""
+    pos = best_d.shape[0] - 1
+    while pos > 0 and best_d[pos - 1] > d:
+        best_d[pos] = best_d[pos - 1]
+        best_i[pos] = best_i[pos - 1]
+        pos -= 1
+    best_d[pos] = d
+    best_i[pos] = j
+    return best_d[best_d.shape[0] - 1]
+
+
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def rows_k_smallest(dist, k, row_offset, exclude_self, out_idx, out_dist):
     """Write the ``k`` smallest entries of each row of ``dist`` (sorted) into the outputs.
@@ -24,14 +38,7 @@ def rows_k_smallest(dist, k, row_offset, exclude_self, out_idx, out_dist):
         for j in range(n_cols):
             d = dist[i, j]
             if d < worst and j != self_col:
-                pos = k - 1
-                while pos > 0 and best_d[pos - 1] > d:
-                    best_d[pos] = best_d[pos - 1]
-                    best_i[pos] = best_i[pos - 1]
-                    pos -= 1
-                best_d[pos] = d
-                best_i[pos] = j
-                worst = best_d[k - 1]
+                worst = _insert_sorted(best_d, best_i, d, j)
         for m in range(k):
             out_idx[i, m] = best_i[m]
             out_dist[i, m] = best_d[m]
@@ -67,14 +74,7 @@ def rerank_candidates(data, queries, candidates, k, out_idx, out_dist):
                 diff = queries[i, f] - data[j, f]
                 acc += diff * diff
             if acc < worst:
-                pos = k - 1
-                while pos > 0 and best_d[pos - 1] > acc:
-                    best_d[pos] = best_d[pos - 1]
-                    best_i[pos] = best_i[pos - 1]
-                    pos -= 1
-                best_d[pos] = acc
-                best_i[pos] = j
-                worst = best_d[k - 1]
+                worst = _insert_sorted(best_d, best_i, acc, j)
         for m in range(k):
             out_idx[i, m] = best_i[m]
             out_dist[i, m] = best_d[m]
