@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -305,6 +306,19 @@ def _pad_self(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return out_idx, out_dist
 
 
+@contextmanager
+def _faiss_threads(n_threads: int):
+    """faiss's OpenMP thread count is process-wide: set it for one call, then restore it."""
+    import faiss
+
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
 class _HNSWIndex:
     """faiss HNSW over a PCA reduction of the data, with exact re-ranking in the full space.
 
@@ -326,22 +340,20 @@ class _HNSWIndex:
             reduced = self.pca.transform(data)
         else:
             self.pca, reduced = None, data
-        faiss.omp_set_num_threads(n_threads)
         self.index = faiss.IndexHNSWFlat(reduced.shape[1], HNSW_M)
         self.index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        self.index.add(np.ascontiguousarray(reduced, dtype=np.float32))
+        with _faiss_threads(n_threads):
+            self.index.add(np.ascontiguousarray(reduced, dtype=np.float32))
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        import faiss
-
         from unimap._kernels.topk import rerank_candidates
 
         reduced = queries if self.pca is None else self.pca.transform(queries)
         n_cand = min(max(HNSW_CANDIDATES, 2 * k), self.data.shape[0])
-        faiss.omp_set_num_threads(self.n_threads)
         self.index.hnsw.efSearch = n_cand
-        _, candidates = self.index.search(np.ascontiguousarray(reduced, dtype=np.float32),
-                                          n_cand)
+        with _faiss_threads(self.n_threads):
+            _, candidates = self.index.search(
+                np.ascontiguousarray(reduced, dtype=np.float32), n_cand)
         idx = np.empty((queries.shape[0], k), dtype=np.int64)
         sq_dist = np.empty((queries.shape[0], k), dtype=np.float32)
         with numba_threads(self.n_threads):
