@@ -15,12 +15,12 @@ _LAZY_ATTRS = {
     "PCA": "unimap.methods.pca",
     "UMAP": "unimap.methods.umap",
 }
-_LAZY_MODULES = {"datasets", "neighbors", "affinity", "initialization", "plotting"}
+_LAZY_MODULES = {"datasets", "metrics", "neighbors", "affinity", "initialization", "plotting"}
 
-__all__ = ["PCA", "UMAP", "datasets", "__version__"]
+__all__ = ["PCA", "UMAP", "datasets", "metrics", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from unimap import datasets
+    from unimap import datasets, metrics
     from unimap.methods.pca import PCA
     from unimap.methods.umap import UMAP
 
