@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -91,15 +92,15 @@ def umap_sgd(
     next_negative = eps_neg.copy()
     if row_keys is None:
         row_keys = np.arange(emb.shape[0], dtype=np.uint64)
-    # Few rows: one thread, since waking the pool each epoch costs more than the work.
-    # (Results do not depend on the thread count.)
-    n_threads = None if emb.shape[0] >= PARALLEL_MIN_ROWS else 1
     f32 = np.float32
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
     seed = np.uint64(seed)
     snapshot = np.empty_like(emb)
-    with numba_threads(n_threads):
+    with numba_threads(None) as max_threads:
+        # Few rows: one thread, since waking the pool each epoch costs more than the work.
+        threads = AdaptiveThreads(max_threads if emb.shape[0] >= PARALLEL_MIN_ROWS else 1)
         for epoch in range(n_epochs):
+            threads.start_epoch(epoch)
             alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
             if tail is None:
                 snapshot[:] = emb
@@ -108,9 +109,58 @@ def umap_sgd(
             else:
                 sgd_epoch_rows(emb, tail, indptr, indices, eps, next_sample, eps_neg,
                                next_negative, row_keys, seed, epoch, a, b, gamma, alpha)
+            threads.end_epoch()
             if callback is not None:
                 callback(epoch, emb)
     return emb
+
+
+class AdaptiveThreads:
+    """Pick, every ``period`` epochs, the faster of ``max_threads`` and one thread.
+
+    An epoch of the edge-coloured SGD is dozens of short parallel steps, each ending in a
+    barrier; when other programs keep a core busy, a descheduled thread stalls every barrier
+    and threads can be slower than one (measured on MNIST with 0.75 cores of other load:
+    5x slower). The embedding does not depend on the thread count, so the count can follow
+    the machine: each period probes ``probes`` epochs with each count, then keeps the faster.
+    """
+
+    def __init__(self, max_threads: int, period: int = 25, probes: int = 2) -> None:
+        import numba
+
+        self._numba = numba
+        self.max_threads = max(1, max_threads)
+        self.period = period
+        self.probes = probes
+        self._times: dict[int, list[float]] = {}
+        self._choice = self.max_threads
+
+    def _threads_for(self, epoch: int) -> int:
+        if self.max_threads == 1:
+            return 1
+        if epoch == 0:  # epoch 0 samples almost nothing: no use timing it
+            return self.max_threads
+        phase = (epoch - 1) % self.period
+        if phase == 0:
+            self._times = {self.max_threads: [], 1: []}
+        if phase < self.probes:
+            return self.max_threads
+        if phase < 2 * self.probes:
+            return 1
+        if phase == 2 * self.probes:
+            many, one = (min(self._times[t]) for t in (self.max_threads, 1))
+            self._choice = self.max_threads if many <= one else 1
+        return self._choice
+
+    def start_epoch(self, epoch: int) -> None:
+        self._current = self._threads_for(epoch)
+        self._numba.set_num_threads(self._current)
+        self._start = time.perf_counter()
+
+    def end_epoch(self) -> None:
+        elapsed = time.perf_counter() - self._start
+        if self._current in self._times:
+            self._times[self._current].append(elapsed)
 
 
 def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
