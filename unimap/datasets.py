@@ -1,9 +1,9 @@
 """Dataset loaders: MNIST from the original IDX files, scikit-learn's digits, synthetic blobs.
 
-MNIST is read with our own IDX parser. ``load_mnist`` looks, in order, in the ``path``
-argument, the ``UNIMAP_MNIST_DIR`` environment variable, a ``shared/datasets/mnist`` folder
-beside the working directory and the user cache (``~/.cache/unimap/mnist``); if none holds the
-files it downloads them into the cache (atomically, so a failed download leaves nothing behind).
+MNIST is read with our own IDX parser. ``load_mnist`` looks in the ``path`` argument if given,
+else, in order, in the ``UNIMAP_MNIST_DIR`` environment variable, a ``shared/datasets/mnist``
+folder beside the working directory and the user cache (``~/.cache/unimap/mnist``); if none
+holds the files it downloads them into the cache (atomically: a failed download leaves nothing).
 """
 
 from __future__ import annotations
@@ -73,10 +73,8 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     return array.astype(dtype.newbyteorder("="))
 
 
-def _candidate_dirs(path: str | os.PathLike | None) -> list[Path]:
+def _candidate_dirs() -> list[Path]:
     dirs = []
-    if path is not None:
-        dirs.append(Path(path))
     if os.environ.get("UNIMAP_MNIST_DIR"):
         dirs.append(Path(os.environ["UNIMAP_MNIST_DIR"]))
     cwd = Path.cwd()
@@ -118,7 +116,8 @@ def load_mnist(
     Parameters
     ----------
     path : str or path-like, optional
-        Folder holding the four ``*-idx?-ubyte.gz`` files. Default: search (see module docstring).
+        Folder holding the four ``*-idx?-ubyte.gz`` files (downloaded there if missing and
+        ``download``). Default: search (see module docstring).
     subset : {"all", "train", "test"}, default="all"
         ``"all"`` is the 60,000 training images followed by the 10,000 test images.
     n_samples : int, optional
@@ -135,13 +134,14 @@ def load_mnist(
     """
     if subset not in ("all", "train", "test"):
         raise ValueError(f"subset must be 'all', 'train' or 'test', got {subset!r}")
-    directory = next((d for d in _candidate_dirs(path) if _has_all(d)), None)
+    # An explicit path is the only place looked at (and downloaded into).
+    candidates = [Path(path)] if path is not None else _candidate_dirs()
+    directory = next((d for d in candidates if _has_all(d)), None)
     if directory is None:
-        if path is not None and not download:
-            raise FileNotFoundError(f"MNIST IDX files not found in {path}")
         if not download:
-            raise FileNotFoundError("MNIST IDX files not found; pass path= or download=True")
-        directory = _cache_dir()
+            where = path if path is not None else "any known folder"
+            raise FileNotFoundError(f"MNIST IDX files not found in {where}; pass download=True")
+        directory = Path(path) if path is not None else _cache_dir()
         _download_mnist(directory)
     parts = ["train", "test"] if subset == "all" else [subset]
     images, labels = [], []
