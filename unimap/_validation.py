@@ -192,17 +192,15 @@ def resolve_n_jobs(n_jobs: Any) -> int:
 
 @contextmanager
 def numba_threads(n_threads: int | None):
-    """Run numba parallel kernels with ``n_threads`` threads (None: leave as is), then restore."""
+    """Run numba parallel kernels with ``n_threads`` threads (None: keep the current count);
+    on exit, restore the count found on entry, whatever the body set in between."""
     import numba
 
-    if n_threads is None:
-        yield numba.get_num_threads()
-        return
-    n_threads = max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS))
     previous = numba.get_num_threads()
-    numba.set_num_threads(n_threads)
+    if n_threads is not None:
+        numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
     try:
-        yield n_threads
+        yield numba.get_num_threads()
     finally:
         numba.set_num_threads(previous)
 

@@ -115,54 +115,6 @@ def umap_sgd(
     return emb
 
 
-class AdaptiveThreads:
-    """Pick, every ``period`` epochs, the faster of ``max_threads`` and one thread.
-
-    An epoch of the edge-coloured SGD is dozens of short parallel steps, each ending in a
-    barrier; when other programs keep a core busy, a descheduled thread stalls every barrier
-    and threads can be slower than one (measured on MNIST with 0.75 cores of other load:
-    5x slower). The embedding does not depend on the thread count, so the count can follow
-    the machine: each period probes ``probes`` epochs with each count, then keeps the faster.
-    """
-
-    def __init__(self, max_threads: int, period: int = 25, probes: int = 2) -> None:
-        import numba
-
-        self._numba = numba
-        self.max_threads = max(1, max_threads)
-        self.period = period
-        self.probes = probes
-        self._times: dict[int, list[float]] = {}
-        self._choice = self.max_threads
-
-    def _threads_for(self, epoch: int) -> int:
-        if self.max_threads == 1:
-            return 1
-        if epoch == 0:  # epoch 0 samples almost nothing: no use timing it
-            return self.max_threads
-        phase = (epoch - 1) % self.period
-        if phase == 0:
-            self._times = {self.max_threads: [], 1: []}
-        if phase < self.probes:
-            return self.max_threads
-        if phase < 2 * self.probes:
-            return 1
-        if phase == 2 * self.probes:
-            many, one = (min(self._times[t]) for t in (self.max_threads, 1))
-            self._choice = self.max_threads if many <= one else 1
-        return self._choice
-
-    def start_epoch(self, epoch: int) -> None:
-        self._current = self._threads_for(epoch)
-        self._numba.set_num_threads(self._current)
-        self._start = time.perf_counter()
-
-    def end_epoch(self) -> None:
-        elapsed = time.perf_counter() - self._start
-        if self._current in self._times:
-            self._times[self._current].append(elapsed)
-
-
 def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
     """Directed edges sorted into vertex-disjoint colour classes.
 
@@ -181,3 +133,48 @@ def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
     np.cumsum(np.bincount(colors, minlength=n_colors), out=class_ptr[1:])
     return (np.ascontiguousarray(csr_heads[order]), np.ascontiguousarray(indices[order]),
             class_ptr, order)
+
+
+class AdaptiveThreads:
+    """Run epochs on ``max_threads``, or on one thread while that is faster.
+
+    An epoch of the edge-coloured SGD is dozens of short parallel steps, each ending in a
+    barrier; when other programs keep a core busy, a descheduled thread stalls every barrier
+    and threads can be slower than one (measured on MNIST with 0.75 cores of other load:
+    5x slower). The embedding does not depend on the thread count, so the count can follow
+    the machine. On a quiet machine nothing is probed: only when a threaded epoch takes
+    ``slow_factor`` times the fastest one seen is the next epoch timed on one thread; one
+    thread is then kept for ``period`` epochs if it was faster, after which threads are
+    tried again.
+    """
+
+    def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5) -> None:
+        import numba
+
+        self._numba = numba
+        self.max_threads = max(1, max_threads)
+        self.period = period
+        self.slow_factor = slow_factor
+        self._fastest_threaded = np.inf
+        self._last_threaded = np.inf
+        self._next = self.max_threads
+        self._single_until = -1
+
+    def start_epoch(self, epoch: int) -> None:
+        self._epoch = epoch
+        self._current = 1 if epoch < self._single_until else self._next
+        self._numba.set_num_threads(self._current)
+        self._start = time.perf_counter()
+
+    def end_epoch(self) -> None:
+        elapsed = time.perf_counter() - self._start
+        self._next = self.max_threads
+        if self.max_threads == 1 or self._epoch < self._single_until:
+            return
+        if self._current > 1:
+            self._last_threaded = elapsed
+            self._fastest_threaded = min(self._fastest_threaded, elapsed)
+            if elapsed > self.slow_factor * self._fastest_threaded:
+                self._next = 1  # probe one thread next epoch
+        elif elapsed < self._last_threaded:
+            self._single_until = self._epoch + 1 + self.period
