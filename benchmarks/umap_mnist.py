@@ -155,7 +155,8 @@ def _progress(row: dict) -> str:
         f"peak RSS {row['peak_rss_mb']:.0f} MB (Δ {row['lib_peak_mb']:.0f} MB), "
         f"10-NN acc {row.get('knn_acc', float('nan')):.4f}, "
         f"trust@15 {row.get('trust', float('nan')):.4f}; "
-        f"other work: {fmt(row.get('other_cores'))} cores"
+        f"other work: {fmt(row.get('other_cores'))} cores; "
+        f"numba cache files at start: {row['cache_files_before']}"
     )
 
 
@@ -173,20 +174,25 @@ def run_benchmark(args: argparse.Namespace, X: np.ndarray, y: np.ndarray, workdi
             plan.insert(0, "warm-up")
         for kind in plan:
             run_id += 1
-            if kind == "cold":
-                removed = clear_numba_cache(CACHED_PACKAGES)
-                print(
-                    f"[{label} cold] removed {removed} numba cache files of "
-                    f"{', '.join(CACHED_PACKAGES)}",
-                    file=sys.stderr,
-                )
             if args.wait_idle > 0:
                 busy = wait_for_idle(args.wait_idle)
                 if busy is not None and busy >= 0.25:
                     print(
                         f"[{label} {kind}] machine still busy ({busy:.2f} cores)", file=sys.stderr
                     )
-            row: dict[str, Any] = {"library": library, "label": label, "run": kind}
+            if kind == "cold":  # right before the run: other processes may fill the caches
+                removed = clear_numba_cache(CACHED_PACKAGES)
+                print(
+                    f"[{label} cold] removed {removed} numba cache files of "
+                    f"{', '.join(CACHED_PACKAGES)}",
+                    file=sys.stderr,
+                )
+            row: dict[str, Any] = {
+                "library": library,
+                "label": label,
+                "run": kind,
+                "cache_files_before": count_numba_cache_files(LIBRARY_PACKAGES[library]),
+            }
             try:
                 row |= _run_one(library, kind, args, workdir, run_id)
                 _assess(row, X, y)
@@ -207,6 +213,7 @@ _METRICS = (
     "lib_peak_mb",
     "knn_acc",
     "trust",
+    "other_cores",
 )
 
 
@@ -239,7 +246,7 @@ def summarize(rows: list[dict]) -> list[dict]:
 
 def _row_cells(s: dict, ratio: bool = True) -> list[str]:
     if "error" in s:
-        return [s["label"], s["run"], f"failed: {s['error']}"] + [""] * (8 if ratio else 7)
+        return [s["label"], s["run"], f"failed: {s['error']}"] + [""] * (9 if ratio else 8)
     cells = [
         s["label"],
         s["run"],
@@ -251,6 +258,7 @@ def _row_cells(s: dict, ratio: bool = True) -> list[str]:
         fmt(s["lib_peak_mb"], 0),
         fmt(s.get("knn_acc"), 4),
         fmt(s.get("trust"), 4),
+        fmt(s.get("other_cores")),
     ]
     if ratio:
         cells.append(f"{s['ratio']:.2f}×" if s.get("ratio") else "—")
@@ -268,6 +276,7 @@ _HEADERS = [
     "Δ MB",
     "10-NN acc",
     "trust@15",
+    "other cores",
 ]
 
 
@@ -288,6 +297,12 @@ def render(rows: list[dict], args: argparse.Namespace, n: int, n_features: int) 
     ):
         parts.append("\nAll runs:\n")
         parts.append(markdown_table(_HEADERS, [_row_cells(r, ratio=False) for r in rows]))
+    not_cold = [r for r in rows if r["run"] == "cold" and r.get("cache_files_before")]
+    for r in not_cold:
+        parts.append(
+            f"\nWarning: the {r['label']} cold run found {r['cache_files_before']} numba cache "
+            "files on disk at its start (another process wrote them after they were cleared)."
+        )
     phase_rows = [r for r in rows if (r.get("extra") or {}).get("timings")]
     if phase_rows:
         phases = list(dict.fromkeys(p for r in phase_rows for p in r["extra"]["timings"]))
@@ -329,7 +344,9 @@ def render(rows: list[dict], args: argparse.Namespace, n: int, n_features: int) 
         "`fit s`. `cold`: numba disk caches of unimap, umap and pynndescent deleted just "
         "before the run; `warm`: caches kept. `Δ MB`: peak RSS minus RSS after loading the "
         "data. `CPU s`: user + system time of import + fit, all threads. 10-NN acc: "
-        "leave-one-out over all points; trust@15: on a fixed 3,000-point sample.",
+        "leave-one-out over all points; trust@15: on a fixed 3,000-point sample. `other cores`: "
+        "average number of cores busy with other work during the run (timings are only "
+        "trustworthy near 0).",
         "",
     ]
     return "\n".join(header + parts) + "\n"
