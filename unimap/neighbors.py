@@ -176,7 +176,7 @@ class NeighborIndex:
             X = X.toarray()
         self._data = _prepare(X, self.metric)
         if self.method_ == "hnsw":
-            self._hnsw = _HNSWIndex(self._data, self.n_threads_, self.random_state)
+            self._hnsw = _HNSWIndex(self._data, self.n_threads_)
         elif self.method_ == "nndescent":
             self._nnd_data = np.ascontiguousarray(X, dtype=np.float32)
             self._nnd = None
@@ -328,7 +328,7 @@ class _HNSWIndex:
     half the time (``benchmarks/knn_candidates.py``). Low-dimensional data skips the PCA.
     """
 
-    def __init__(self, data: np.ndarray, n_threads: int, seed: int | None) -> None:
+    def __init__(self, data: np.ndarray, n_threads: int) -> None:
         import faiss
 
         from unimap.methods.pca import PCA

@@ -9,8 +9,9 @@ in which no two edges share a point. Classes run one after the other, edges of a
 parallel; each sampled edge moves both ends (umap-learn's ``move_other``) and its head takes the
 negative samples, read from the epoch's start ``snapshot``. Every point is written by one
 thread at a time in a fixed order, so the result does not depend on the thread count.
-(Moving only the head of each edge, row by row, is simpler but measurably worse: clusters
-fragment; see the note in ``unimap.optimize``.)
+(Moving only the head of each edge, row by row, is simpler but measurably worse: on digits,
+clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0.12-0.13 to
+0.21-0.33.)
 
 ``sgd_epoch_rows`` (transform): the tail embedding is fixed, so each new point (row) is
 independent; rows run in parallel.
