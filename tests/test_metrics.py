@@ -228,7 +228,7 @@ def test_tsne_kl_divergence_against_dense(blobs, dof):
     P = _joint_probabilities(X)
     dense_p = P.toarray()
     d2 = cdist(embedding, embedding, "sqeuclidean")
-    w = (1.0 + d2 / dof) ** (-(dof + 1.0) / 2.0)
+    w = (1.0 + d2 / dof) ** (-dof)
     np.fill_diagonal(w, 0.0)
     q = w / w.sum()
     mask = dense_p > 0

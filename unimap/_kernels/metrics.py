@@ -128,14 +128,14 @@ def _student_t_row(embedding, i, start, dof, exponent):
 
 @numba.njit(parallel=True, cache=True)
 def student_t_pair_sums(embedding, dof, out):
-    """Sum of Student-t weights ``(1 + d²/dof)^(-(dof+1)/2)`` over all pairs ``i < j``.
+    """Sum of Student-t weights ``(1 + d²/dof)^(-dof)`` over all pairs ``i < j``.
 
     Iteration ``t`` handles rows ``t`` and ``n - 1 - t`` (each against the rows after it),
     so every parallel iteration does the same ``n - 1`` pair evaluations; ``out[t]`` receives
     their sum (the caller adds ``out`` up, in a fixed order).
     """
     n = embedding.shape[0]
-    exponent = -(dof + 1.0) / 2.0
+    exponent = -dof
     for t in numba.prange(out.shape[0]):
         acc = _student_t_row(embedding, t, t + 1, dof, exponent)
         mirror = n - 1 - t

@@ -84,9 +84,11 @@ def tsne_kl_divergence(
 
         \mathrm{KL}(P \| Q) = \sum_{i \ne j,\ p_{ij} > 0} p_{ij} \log \frac{p_{ij}}{q_{ij}},
         \qquad q_{ij} = \frac{w_{ij}}{\sum_{k \ne l} w_{kl}},
-        \qquad w_{ij} = \left(1 + \frac{\|y_i - y_j\|^2}{\nu}\right)^{-(\nu + 1)/2}
+        \qquad w_{ij} = \left(1 + \frac{\|y_i - y_j\|^2}{\nu}\right)^{-\nu}
 
-    with ``ν = dof`` (1: the Cauchy kernel of standard t-SNE). The normalisation
+    with ``ν = dof`` (1: the Cauchy kernel of standard t-SNE), the heavy-tailed family of
+    Kobak et al. (2019) used by :class:`unimap.TSNE` and openTSNE (van der Maaten's
+    Student-t exponent ``-(ν + 1)/2`` agrees at ν = 1 only). The normalisation
     :math:`\sum_{k \ne l} w_{kl}` is computed exactly over all ``n(n-1)/2`` pairs, in
     ``O(n²·n_components)`` time and ``O(n)`` memory by a parallel kernel (on 2 cores and
     20,000 points: about 1 s for ``dof=1``, 3 s for other values), so no Barnes-Hut or FFT
@@ -121,7 +123,7 @@ def tsne_kl_divergence(
     rows, cols, p = _edges(P)
     keep = p > 0
     rows, cols, p = rows[keep], cols[keep], p[keep]
-    log_w = -(dof + 1.0) / 2.0 * np.log1p(_edge_sq_distances(embedding, rows, cols) / dof)
+    log_w = -dof * np.log1p(_edge_sq_distances(embedding, rows, cols) / dof)
     log_z = math.log(2.0 * _sum_over_pairs(student_t_pair_sums, embedding, (dof,), n_jobs))
     return float(np.sum(p * (np.log(p) - log_w)) + total * log_z)
 
