@@ -1,4 +1,5 @@
-"""High-dimensional affinities P: UMAP's fuzzy simplicial set (t-SNE's perplexity P follows).
+"""High-dimensional affinities P: UMAP's fuzzy simplicial set and t-SNE's perplexity-calibrated,
+symmetrised, normalised P.
 
 Each function takes a kNN graph in the convention of :mod:`unimap.neighbors` (column 0 is the
 point itself) and returns plain arrays or a scipy CSR matrix, so every method can reuse them.
@@ -11,7 +12,15 @@ import scipy.sparse as sp
 
 from unimap._validation import check_float
 
-__all__ = ["smooth_knn_dist", "fuzzy_simplicial_set", "membership_weights", "fuzzy_union"]
+__all__ = [
+    "smooth_knn_dist",
+    "fuzzy_simplicial_set",
+    "membership_weights",
+    "fuzzy_union",
+    "conditional_probabilities",
+    "perplexity_affinities",
+    "symmetrize_tsne",
+]
 
 
 def smooth_knn_dist(
@@ -114,3 +123,82 @@ def fuzzy_simplicial_set(
     )
     directed.sum_duplicates()
     return fuzzy_union(directed, set_op_mix_ratio), sigmas, rhos
+
+
+def conditional_probabilities(
+    distances: np.ndarray, perplexity: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """t-SNE's conditional probabilities ``p_{j|i}`` calibrated to a perplexity.
+
+    Parameters
+    ----------
+    distances : ndarray of shape (n_samples, k)
+        Distances to the k neighbours of each point, the point itself excluded.
+    perplexity : float
+        Target perplexity ``2^H`` of every row (H the Shannon entropy in bits).
+
+    Returns
+    -------
+    probabilities : ndarray of shape (n_samples, k), float64
+        Rows sum to 1.
+    sigmas : ndarray of shape (n_samples,)
+        Gaussian bandwidths ``σ_i`` (``exp(-d²/2σ²)``); infinite where the row's distances are
+        all equal, so any bandwidth gives uniform probabilities.
+    """
+    from unimap._kernels.perplexity import conditional_probabilities as _kernel
+
+    check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
+    sq = np.square(np.asarray(distances, dtype=np.float64))
+    sq = np.ascontiguousarray(sq)
+    probabilities = np.empty_like(sq)
+    betas = np.empty(sq.shape[0], dtype=np.float64)
+    _kernel(sq, float(perplexity), probabilities, betas)
+    with np.errstate(divide="ignore"):
+        sigmas = np.sqrt(0.5 / betas)
+    return probabilities, sigmas
+
+
+def symmetrize_tsne(conditional: sp.csr_matrix) -> sp.csr_matrix:
+    """``p_ij = (p_{j|i} + p_{i|j}) / 2n``: symmetric, summing to 1 (rows of ``conditional``
+    sum to 1). Returned as float32 CSR with sorted indices."""
+    n = conditional.shape[0]
+    P = (conditional + conditional.T.tocsr()) / (2.0 * n)
+    P = sp.csr_matrix(P, dtype=np.float32)
+    P.eliminate_zeros()
+    P.sort_indices()
+    return P
+
+
+def perplexity_affinities(
+    indices: np.ndarray, distances: np.ndarray, perplexity: float,
+    n_samples: int | None = None,
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """t-SNE's joint probabilities P from a kNN graph (the same function serves GDR's t-SNE mode).
+
+    Parameters
+    ----------
+    indices, distances : ndarrays of shape (n_samples, k + 1)
+        kNN graph, column 0 the point itself (convention of :mod:`unimap.neighbors`);
+        ``k = ⌊3·perplexity⌋`` is the usual choice.
+    perplexity : float
+    n_samples : int, optional
+        Number of vertices (default: ``indices.shape[0]``).
+
+    Returns
+    -------
+    P : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        ``(p_{j|i} + p_{i|j}) / 2n``, symmetric, sums to 1.
+    sigmas : ndarray of shape (n_samples,)
+    """
+    if indices.shape[1] < 2:
+        raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
+    n = indices.shape[0] if n_samples is None else n_samples
+    probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
+    k = probabilities.shape[1]
+    rows = np.repeat(np.arange(indices.shape[0], dtype=np.int64), k)
+    conditional = sp.csr_matrix(
+        (probabilities.ravel(), (rows, np.asarray(indices[:, 1:]).ravel())),
+        shape=(indices.shape[0], n),
+    )
+    conditional.sum_duplicates()
+    return symmetrize_tsne(conditional), sigmas
