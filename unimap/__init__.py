@@ -1,7 +1,7 @@
 """unimap: fast dimensionality reduction for visual exploration.
 
-The estimators (``PCA``, ``UMAP``) and submodules (``datasets``) are imported lazily, so
-``import unimap`` stays fast and numba is only loaded when a method that needs it is used.
+The estimators (``PCA``, ``UMAP``, ``TSNE``) and submodules (``datasets``, ``metrics``,
+``analysis``) are imported lazily, so ``import unimap`` stays fast and numba is only loaded when a method that needs it is used.
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ __version__ = "0.1.0"
 _LAZY_ATTRS = {
     "PCA": "unimap.methods.pca",
     "UMAP": "unimap.methods.umap",
+    "TSNE": "unimap.methods.tsne",
 }
-_LAZY_MODULES = {"datasets", "metrics", "neighbors", "affinity", "initialization", "plotting"}
+_LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
+                 "plotting"}
 
-__all__ = ["PCA", "UMAP", "datasets", "metrics", "__version__"]
+__all__ = ["PCA", "UMAP", "TSNE", "analysis", "datasets", "metrics", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from unimap import datasets, metrics
     from unimap.methods.pca import PCA
+    from unimap.methods.tsne import TSNE
     from unimap.methods.umap import UMAP
 
 

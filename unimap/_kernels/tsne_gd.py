@@ -1,0 +1,141 @@
+"""t-SNE's gradient pieces and its gains/momentum step (numba).
+
+Kernel: ``w_ij = (1 + d_ij²/α)^-α`` (α = ``dof``; α = 1 is the Cauchy kernel of t-SNE), written
+through ``t_ij = 1/(1 + d_ij²/α)``: ``w = t^α``. The KL gradient is
+
+    ∂C/∂y_i = 4 Σ_j (p_ij − w_ij/Z) t_ij (y_i − y_j)
+            = 4 [attraction_i − repulsion_i / Z],
+
+with ``attraction_i = Σ_j p_ij t_ij (y_i − y_j)`` over the sparse P and
+``repulsion_i = Σ_j w_ij t_ij (y_i − y_j)``, ``Z = Σ_{k≠l} w_kl`` over all pairs (exact here,
+Barnes-Hut or FFT elsewhere). Every loop owns its output row, so results do not depend on the
+number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(inline="always", cache=True)
+def _t_kernel(d2, dof):
+    return 1.0 / (1.0 + d2 / dof)
+
+
+@numba.njit(inline="always", cache=True)
+def _w_from_t(t, dof):
+    return t if dof == 1.0 else t**dof
+
+
+@numba.njit(parallel=True, cache=True)
+def attraction(indptr, indices, data, Yq, Yref, dof, out):
+    """``out[i] = Σ_j p_ij t_ij (y_i − y_j)`` over row i of the CSR matrix P, with ``y_i`` from
+    ``Yq`` and ``y_j`` from ``Yref`` (the same array in fit, the fixed embedding in transform)."""
+    m, dim = Yq.shape
+    for i in numba.prange(m):
+        for c in range(dim):
+            out[i, c] = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            d2 = 0.0
+            for c in range(dim):
+                diff = Yq[i, c] - Yref[j, c]
+                d2 += diff * diff
+            f = data[e] * _t_kernel(d2, dof)
+            for c in range(dim):
+                out[i, c] += f * (Yq[i, c] - Yref[j, c])
+
+
+@numba.njit(parallel=True, cache=True)
+def _attractive_kl_rows(indptr, indices, data, Y, dof, rows):
+    n, dim = Y.shape
+    for i in numba.prange(n):
+        acc = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            p = data[e]
+            if p <= 0.0:
+                continue
+            j = indices[e]
+            d2 = 0.0
+            for c in range(dim):
+                diff = Y[i, c] - Y[j, c]
+                d2 += diff * diff
+            acc += p * (np.log(p) - np.log(_w_from_t(_t_kernel(d2, dof), dof)))
+        rows[i] = acc
+
+
+@numba.njit(cache=True)
+def attractive_kl(indptr, indices, data, Y, dof):
+    """``Σ_ij p_ij log(p_ij / w_ij)``; with ``Σ p = 1``, KL(P‖Q) is this plus ``log Z``."""
+    rows = np.empty(Y.shape[0])
+    _attractive_kl_rows(indptr, indices, data, Y, dof, rows)
+    return rows.sum()
+
+
+@numba.njit(parallel=True, cache=True)
+def exact_repulsion_rows(Yq, Yref, dof, skip_self, forces, z_rows):
+    """Exact ``Σ_j w_ij t_ij (y_i − y_j)`` and ``Σ_j w_ij`` of each query row against every
+    reference row (O(m·n)); ``skip_self`` drops the pair (i, i) when ``Yq`` is ``Yref``."""
+    m, dim = Yq.shape
+    n = Yref.shape[0]
+    for i in numba.prange(m):
+        for c in range(dim):
+            forces[i, c] = 0.0
+        z = 0.0
+        for j in range(n):
+            if skip_self and j == i:
+                continue
+            d2 = 0.0
+            for c in range(dim):
+                diff = Yq[i, c] - Yref[j, c]
+                d2 += diff * diff
+            t = _t_kernel(d2, dof)
+            w = _w_from_t(t, dof)
+            z += w
+            f = w * t
+            for c in range(dim):
+                forces[i, c] += f * (Yq[i, c] - Yref[j, c])
+        z_rows[i] = z
+
+
+@numba.njit(parallel=True, cache=True)
+def gradient_step(Y, attr, rep, inv_z, exaggeration, update, gains, momentum, learning_rate,
+                  min_gain, max_grad_norm, max_step_norm):
+    """One step of gradient descent with momentum and per-coordinate gains (Jacobs 1988, as in
+    the reference t-SNE implementations), updating ``Y``, ``update`` and ``gains`` in place.
+
+    ``grad_i = 4 (exaggeration · attr_i − rep_i · inv_z)``; ``inv_z`` has one entry (fit: one
+    Z for all pairs) or one per row (transform: each new point has its own Z). A gradient
+    longer than ``max_grad_norm`` and a step longer than ``max_step_norm`` are scaled down
+    (non-positive: no clipping); this keeps a point that sits on top of others from being
+    thrown far away, which would also blow up the FFT grid.
+    """
+    n, dim = Y.shape
+    per_row = inv_z.shape[0] > 1
+    for i in numba.prange(n):
+        scale_z = inv_z[i] if per_row else inv_z[0]
+        grad = np.empty(dim)
+        norm2 = 0.0
+        for c in range(dim):
+            g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
+            grad[c] = g
+            norm2 += g * g
+        if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
+            shrink = max_grad_norm / np.sqrt(norm2)
+            for c in range(dim):
+                grad[c] *= shrink
+        step2 = 0.0
+        for c in range(dim):
+            if (grad[c] > 0.0) != (update[i, c] > 0.0):
+                gains[i, c] += 0.2
+            else:
+                gains[i, c] = max(gains[i, c] * 0.8, min_gain)
+            update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * grad[c]
+            step2 += update[i, c] * update[i, c]
+        if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
+            shrink = max_step_norm / np.sqrt(step2)
+            for c in range(dim):
+                update[i, c] *= shrink
+        for c in range(dim):
+            Y[i, c] += update[i, c]
