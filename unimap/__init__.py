@@ -1,7 +1,8 @@
 """unimap: fast dimensionality reduction for visual exploration.
 
-The estimators (``PCA``, ``UMAP``, ``TSNE``) and submodules (``datasets``, ``metrics``,
-``analysis``) are imported lazily, so ``import unimap`` stays fast and numba is only loaded when a method that needs it is used.
+The estimators (``PCA``, ``UMAP``, ``TSNE``) and the submodules (``datasets``,
+``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
+only loaded when a method that needs it is used.
 """
 
 from __future__ import annotations
