@@ -73,7 +73,20 @@ def rss_mb() -> float | None:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, in MiB."""
+    """Peak resident set size of this process so far, in MiB.
+
+    Linux: ``VmHWM`` from ``/proc/self/status``, the high-water mark of this process's own
+    address space. Not ``ru_maxrss``: the kernel carries the parent's high-water mark into it
+    across ``exec``, so a worker started by a parent that once held 1 GB would report at least
+    1 GB (measured: a child of a parent that peaked at 528 MB reported 528 MB).
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            line = next((ln for ln in fh if ln.startswith("VmHWM:")), None)
+        if line is not None:
+            return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
