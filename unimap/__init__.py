@@ -1,6 +1,6 @@
 """unimap: fast dimensionality reduction for visual exploration.
 
-The estimators (``PCA``, ``UMAP``, ``TSNE``) and the submodules (``datasets``,
+The estimators (``PCA``, ``UMAP``, ``TSNE``, ``GDR``) and the submodules (``datasets``,
 ``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
 only loaded when a method that needs it is used.
 """
@@ -16,11 +16,12 @@ _LAZY_ATTRS = {
     "PCA": "unimap.methods.pca",
     "UMAP": "unimap.methods.umap",
     "TSNE": "unimap.methods.tsne",
+    "GDR": "unimap.methods.gdr",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
                  "plotting"}
 
-__all__ = ["PCA", "UMAP", "TSNE", "analysis", "datasets", "metrics", "__version__"]
+__all__ = ["PCA", "UMAP", "TSNE", "GDR", "analysis", "datasets", "metrics", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from unimap import datasets, metrics
