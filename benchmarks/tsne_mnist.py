@@ -136,11 +136,17 @@ class Judge:
         row["own_kl"] = (row.get("extra") or {}).get("kl")
 
 
-def run_benchmark(args: argparse.Namespace, X: np.ndarray, judge: Judge, workdir: Path) -> list:
+def run_benchmark(args: argparse.Namespace, X: np.ndarray, judge: Judge, workdir: Path,
+                  script: Path | None = None) -> list:
+    """Run the planned fits of ``args.libraries`` through ``script`` (default: this file) as
+    the worker; a cold run first for the libraries in ``args.cold_libraries`` (unimap)."""
+    script = Path(__file__).resolve() if script is None else script
+    cold_libraries = getattr(args, "cold_libraries", {"unimap"})
     np.save(workdir / "X.npy", X)
     rows, run_id = [], 0
     for library in args.libraries:
-        plan = (["cold"] if library == "unimap" and args.cold else []) + ["warm"] * args.repeats
+        plan = (["cold"] if library in cold_libraries and args.cold else []) + (
+            ["warm"] * args.repeats)
         for kind in plan:
             run_id += 1
             if args.wait_idle > 0:
@@ -151,7 +157,7 @@ def run_benchmark(args: argparse.Namespace, X: np.ndarray, judge: Judge, workdir
                     "embedding": str(workdir / f"embedding_{run_id:02d}.npy"), "params": {}}
             row: dict[str, Any] = {"library": library, "run": kind}
             try:
-                row |= run_worker(Path(__file__).resolve(), library, spec,
+                row |= run_worker(script, library, spec,
                                   workdir / f"spec_{run_id:02d}.json", timeout=args.timeout)
                 row["embedding_path"] = spec["embedding"]
                 judge.assess(row)
