@@ -57,7 +57,7 @@ def _analytic_gradient(P, Y, dof):
 
     P = P.tocsr()
     attr = np.empty_like(Y)
-    attraction(P.indptr, P.indices, P.data.astype(np.float64), Y, Y, dof, attr)
+    attraction(P.indptr, P.indices, P.data.astype(np.float32), Y, Y, dof, attr)
     rep, z = repulsion(Y, RepulsionParams("exact", dof=dof))
     return 4.0 * (attr - rep / z)
 

@@ -31,8 +31,26 @@ def _w_from_t(t, dof):
 @numba.njit(parallel=True, cache=True)
 def attraction(indptr, indices, data, Yq, Yref, dof, out):
     """``out[i] = Σ_j p_ij t_ij (y_i − y_j)`` over row i of the CSR matrix P, with ``y_i`` from
-    ``Yq`` and ``y_j`` from ``Yref`` (the same array in fit, the fixed embedding in transform)."""
+    ``Yq`` and ``y_j`` from ``Yref`` (the same array in fit, the fixed embedding in transform).
+
+    The hottest loop of t-SNE after the repulsion (MNIST-70k: ~9M non-zeros per iteration):
+    2-D has its own path with the accumulators in registers.
+    """
     m, dim = Yq.shape
+    if dim == 2:
+        for i in numba.prange(m):
+            yi0, yi1 = Yq[i, 0], Yq[i, 1]
+            acc0, acc1 = 0.0, 0.0
+            for e in range(indptr[i], indptr[i + 1]):
+                j = indices[e]
+                d0 = yi0 - Yref[j, 0]
+                d1 = yi1 - Yref[j, 1]
+                f = data[e] * _t_kernel(d0 * d0 + d1 * d1, dof)
+                acc0 += f * d0
+                acc1 += f * d1
+            out[i, 0] = acc0
+            out[i, 1] = acc1
+        return
     for i in numba.prange(m):
         for c in range(dim):
             out[i, c] = 0.0
