@@ -97,7 +97,7 @@ K_RECALL, N_RECALL = 15, 5000
 N_TRIPLETS = 100_000
 N_PAIRS = 100_000
 
-QUICK_PLAN = (("digits", None), ("mnist", 5000))
+QUICK_PLAN = (("digits", None), ("mnist", 2000))
 # Quick mode only: fewer iterations for the slow peers (their defaults: 1000 and 400).
 QUICK_SKLEARN_TSNE_ITER = 500
 QUICK_TRIMAP_ITER = 250
