@@ -2,7 +2,7 @@
 
 Run from the repository root (the ``bench`` extra installs the peers)::
 
-    python benchmarks/compare.py --quick                  # digits + 5,000 MNIST points
+    python benchmarks/compare.py --quick                  # digits + 2,000 MNIST points
     python benchmarks/compare.py                          # MNIST-70k, every method
     python benchmarks/compare.py --dataset digits
     python benchmarks/compare.py --n 20000 --only unimap-umap,umap-learn
@@ -46,13 +46,13 @@ samples for every method:
 * ``dist. ρ``: Spearman correlation of input and embedding distances of 100,000 random pairs
   (``distance_correlation``).
 
-``--quick`` runs digits and the first 5,000 MNIST points with every method (per-fit timeout
+``--quick`` runs digits and the first 2,000 MNIST points with every method (per-fit timeout
 120 s). There scikit-learn's t-SNE runs 500 iterations instead of 1,000 and TriMap 250 instead
 of 400 (the ``notes`` column says so), so their quick numbers are not their defaults'. On this
-project's shared 2-core machine, with other work keeping about one core busy, it took 299 s
-with all 11 methods (366 s for 9 in a busier moment): the fits alone use some 220-240 CPU
-seconds, as umap-learn, TriMap and PaCMAP compile numba code in every fresh process. That is
-over the two minutes once aimed at.
+project's 2-core machine, quiet, it took 101 s with all 11 methods (fits, metrics and figure);
+with 5,000 MNIST points and other work keeping a core busy it had taken 299 s. umap-learn,
+TriMap and PaCMAP compile numba code in every fresh process, which dominates their small-data
+times.
 
 Output, in ``--out`` (default ``benchmarks/results/``), written atomically:
 ``compare_<dataset>[_n<N>].md`` (or ``compare_quick.md``) with the machine, versions, the
