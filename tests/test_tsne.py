@@ -314,3 +314,12 @@ def test_integer_float16_and_sparse_input(blobs):
                  sp.csr_matrix(np.maximum(X, 0))):
         emb = TSNE(n_iter=50, random_state=0).fit_transform(data)
         assert np.isfinite(emb).all()
+
+
+def test_fitted_model_pickles_and_transforms_the_same(fitted_digits):
+    import pickle
+
+    model, X, _ = fitted_digits
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.embedding_, model.embedding_)
+    np.testing.assert_array_equal(restored.transform(X[1400:1405]), model.transform(X[1400:1405]))
