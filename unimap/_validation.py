@@ -213,3 +213,44 @@ def check_embedding_finite(embedding: np.ndarray, method: str) -> np.ndarray:
             "degenerate input: please report it with the data shape and parameters"
         )
     return embedding
+
+
+MAX_DENSE_BYTES = 4 << 30
+"""Largest sparse input (as float32) a method densifies for its neighbour search."""
+
+
+def check_method_input(X: Any, metric: str, square: bool) -> Any:
+    """Check the ``X`` of a neighbour-embedding method (UMAP, TSNE, GDR).
+
+    Sparse input is accepted unless ``metric="precomputed"``, up to :data:`MAX_DENSE_BYTES`
+    once densified. With ``metric="precomputed"`` the distances must be non-negative, and
+    square when ``square`` (fit; transform takes an (m, n_train) block).
+    """
+    X = check_array(X, accept_sparse=metric != "precomputed", min_samples=1)
+    if sp.issparse(X) and X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES:
+        raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
+                         "neighbour search; reduce it first (e.g. unimap.PCA or TruncatedSVD)")
+    if metric == "precomputed":
+        if square and X.shape[0] != X.shape[1]:
+            raise ValueError(
+                f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
+            )
+        if (X < 0).any():
+            raise ValueError("metric='precomputed' distances must be non-negative")
+    return X
+
+
+def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 3) -> float:
+    """``perplexity`` lowered to ``(n_samples − 1)/3`` (at least 1) when the data has fewer
+    than ``3·perplexity`` other points, with a warning; the caller records the value."""
+    limit = max((n_samples - 1) / 3.0, 1.0)
+    if perplexity > limit:
+        import warnings
+
+        warnings.warn(
+            f"perplexity={perplexity} needs more than {n_samples} samples "
+            f"(3·perplexity neighbours); using perplexity={limit:.3g} "
+            "(recorded in perplexity_)", stacklevel=stacklevel,
+        )
+        return limit
+    return float(perplexity)

@@ -28,12 +28,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap._validation import (
-    check_array,
     check_bool,
     check_choice,
     check_embedding_finite,
     check_float,
     check_int,
+    check_method_input,
+    effective_perplexity,
     numba_threads,
     resolve_n_jobs,
     seed_from_random_state,
@@ -44,7 +45,6 @@ __all__ = ["GDR"]
 
 _INITS = ("spectral", "pca", "random")
 _SYMMETRIZATIONS = ("umap", "tsne", "none")
-_MAX_DENSE_BYTES = 4 << 30
 _TSNE_INIT_STD = 1e-4
 _EPS = 1e-3  # ε of UMAP's repulsion 2b / ((ε + d²)(1 + a d^(2b)))
 _CLIP = 4.0  # per-coordinate clip of the summed force (unnormalized mode)
@@ -219,7 +219,7 @@ class GDR:
         """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
         start = time.perf_counter()
         self._check_params()
-        X = self._check_X(X)
+        X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"GDR needs at least 2 samples, got {n}")
@@ -298,7 +298,7 @@ class GDR:
             ee = _TSNE_EE_ITER if self.early_exaggeration_iter is None else (
                 self.early_exaggeration_iter)
             self.early_exaggeration_iter_ = min(ee, self.n_epochs_)
-            self.perplexity_ = self._effective_perplexity(n)
+            self.perplexity_ = effective_perplexity(self.perplexity, n, stacklevel=4)
             self.n_neighbors_ = max(min(int(3 * self.perplexity_), n - 1), 1) + 1
         else:
             self.early_exaggeration_iter_ = 0
@@ -319,18 +319,6 @@ class GDR:
             return n
         return self.n_neighbors
 
-    def _effective_perplexity(self, n: int) -> float:
-        limit = max((n - 1) / 3.0, 1.0)
-        if self.perplexity > limit:
-            warnings.warn(
-                f"perplexity={self.perplexity} needs more than {n} samples "
-                f"(3·perplexity neighbours); using perplexity={limit:.3g} "
-                "(recorded in perplexity_)", stacklevel=4,
-            )
-            return limit
-        return float(self.perplexity)
-
-    # -- phases ------------------------------------------------------------------------------
     def _neighbors(self, X, seed):
         if sp.issparse(X):
             X = X.toarray()
@@ -507,20 +495,6 @@ class GDR:
         check_choice(self.knn_method, "knn_method", METHODS)
         check_bool(self.verbose, "verbose")
         resolve_n_jobs(self.n_jobs)
-
-    def _check_X(self, X):
-        X = check_array(X, accept_sparse=self.metric != "precomputed", min_samples=1)
-        if sp.issparse(X) and X.shape[0] * X.shape[1] * 4 > _MAX_DENSE_BYTES:
-            raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
-                             "neighbour search; reduce it first (e.g. unimap.PCA)")
-        if self.metric == "precomputed":
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(
-                    f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
-                )
-            if (X < 0).any():
-                raise ValueError("metric='precomputed' distances must be non-negative")
-        return X
 
     def _log(self, message: str) -> None:
         if self.verbose:

@@ -10,19 +10,19 @@ or FFT-interpolated.
 from __future__ import annotations
 
 import time
-import warnings
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from unimap._validation import (
-    check_array,
     check_bool,
     check_choice,
     check_embedding_finite,
     check_float,
     check_int,
+    check_method_input,
+    effective_perplexity,
     numba_threads,
     resolve_n_jobs,
     seed_from_random_state,
@@ -39,7 +39,6 @@ _INIT_STD = 1e-4
 # 10k 30.7 / 33.5 s, 20k 50.3 / 46.0 s; the FFT grid costs the same whatever n, Barnes-Hut
 # grows as n log n. On digits (1.8k) BH also reached a lower KL (0.746 against 0.764).
 FFT_MIN_SAMPLES = 10_000
-_MAX_DENSE_BYTES = 4 << 30
 
 
 class TSNE:
@@ -186,14 +185,14 @@ default="pca"
 
         start = time.perf_counter()
         self._check_params()
-        X = self._check_X(X)
+        X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"TSNE needs at least 2 samples, got {n}")
         seed = seed_from_random_state(self.random_state)
         self.n_features_in_ = X.shape[1]
         self.method_ = self._resolve_method(n)
-        self.perplexity_ = self._effective_perplexity(n)
+        self.perplexity_ = effective_perplexity(self.perplexity, n)
         self.learning_rate_ = self._learning_rates(n)
         timings: dict[str, float] = {}
         with numba_threads(resolve_n_jobs(self.n_jobs)):
@@ -283,7 +282,7 @@ default="pca"
         check_float(momentum, "momentum", 0.0, 1.0, high_inclusive=False)
         if max_grad_norm is not None:
             check_float(max_grad_norm, "max_grad_norm", 0.0, low_inclusive=False)
-        X = self._check_X(X)
+        X = check_method_input(X, self.metric, square=False)
         expected = self.embedding_.shape[0] if self.metric == "precomputed" else (
             self.n_features_in_)
         if X.shape[1] != expected:
@@ -370,17 +369,6 @@ default="pca"
                              "use 'barnes_hut' for 3 or 'exact' beyond")
         return method
 
-    def _effective_perplexity(self, n: int) -> float:
-        limit = max((n - 1) / 3.0, 1.0)
-        if self.perplexity > limit:
-            warnings.warn(
-                f"perplexity={self.perplexity} needs more than {n} samples "
-                f"(3·perplexity neighbours); using perplexity={limit:.3g} "
-                "(recorded in perplexity_)", stacklevel=3,
-            )
-            return limit
-        return float(self.perplexity)
-
     def _check_params(self) -> None:
         check_int(self.n_components, "n_components", 1)
         check_float(self.perplexity, "perplexity", 0.0, low_inclusive=False)
@@ -414,20 +402,6 @@ default="pca"
         check_int(self.callback_every, "callback_every", 1)
         check_bool(self.verbose, "verbose")
         resolve_n_jobs(self.n_jobs)
-
-    def _check_X(self, X):
-        X = check_array(X, accept_sparse=self.metric != "precomputed", min_samples=1)
-        if sp.issparse(X) and X.shape[0] * X.shape[1] * 4 > _MAX_DENSE_BYTES:
-            raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
-                             "neighbour search; reduce it first (e.g. TruncatedSVD)")
-        if self.metric == "precomputed" and not hasattr(self, "embedding_"):
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(
-                    f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
-                )
-            if (X < 0).any():
-                raise ValueError("metric='precomputed' distances must be non-negative")
-        return X
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "embedding_"):
