@@ -27,17 +27,15 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _harness import Runner, fmt, machine_description, markdown_table, worker_main
-from tsne_mnist import Judge, run_benchmark, summarize
+from _harness import Runner, fmt, machine_description, markdown_table
+from tsne_mnist import Suite, run_suite, summarize
 
 LIBRARIES = ("gdr", "gdr-normalized", "umap-learn", "openTSNE")
 PEERS = {"gdr": "umap-learn", "gdr-normalized": "openTSNE"}
@@ -151,50 +149,10 @@ def render(rows: list[dict], n: int, n_features: int) -> str:
     return "\n".join(parts) + "\n"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=None, help="use the first N rows of MNIST")
-    parser.add_argument("--repeats", type=int, default=1, help="warm runs per method (1)")
-    parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--only", default=None, help="comma-separated methods to run")
-    parser.add_argument("--skip", default="", help="comma-separated methods to skip")
-    parser.add_argument("--timeout", type=float, default=3600.0)
-    parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
-    parser.add_argument("--spec", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    chosen = args.only.split(",") if args.only else list(LIBRARIES)
-    skip = set(filter(None, args.skip.split(",")))
-    unknown = (set(chosen) | skip) - set(LIBRARIES)
-    if unknown:
-        parser.error(f"unknown methods {sorted(unknown)}; choose from {LIBRARIES}")
-    args.libraries = [lib for lib in chosen if lib not in skip]
-    args.cold_libraries = {"gdr", "gdr-normalized"}
-    return args
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.worker:
-        worker_main(RUNNERS[args.worker], args.spec)
-        return 0
-    from unimap.datasets import load_mnist
-
-    X, y = load_mnist()
-    if args.n is not None:
-        X, y = X[: args.n], y[: args.n]
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    judge = Judge(X, y)
-    with tempfile.TemporaryDirectory(prefix="gdr_mnist_") as tmp:
-        rows = run_benchmark(args, X, judge, Path(tmp), script=Path(__file__).resolve())
-    report = render(rows, X.shape[0], X.shape[1])
-    print(report)
-    if not args.no_save:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report)
-    return 1 if any("error" in r for r in rows) else 0
+    suite = Suite(Path(__file__).resolve(), __doc__.split("\n\n")[0], RUNNERS, LIBRARIES,
+                  frozenset({"gdr", "gdr-normalized"}), render, DEFAULT_OUT)
+    return run_suite(suite, argv)
 
 
 if __name__ == "__main__":

@@ -42,8 +42,9 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from _harness import (
@@ -252,35 +253,51 @@ def render(rows: list[dict], n: int, n_features: int) -> str:
     return "\n".join(parts) + "\n"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+class Suite(NamedTuple):
+    """What a MNIST benchmark script runs: its workers, their order, which get a cold run,
+    its report and where it goes. ``gdr_mnist.py`` reuses this script's machinery with its own."""
+
+    script: Path
+    description: str
+    runners: dict[str, Runner]
+    libraries: tuple[str, ...]
+    cold_libraries: frozenset[str]
+    render: Callable[[list[dict], int, int], str]
+    default_out: Path
+
+
+def parse_args(suite: Suite, argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=suite.description)
     parser.add_argument("--n", type=int, default=None, help="use the first N rows of MNIST")
     parser.add_argument("--repeats", type=int, default=1, help="warm runs per library (1)")
     parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
-                        help="a cold unimap run first (default)")
+                        help=f"a cold run first for {', '.join(sorted(suite.cold_libraries))} "
+                        "(default)")
     parser.add_argument("--only", default=None, help="comma-separated libraries to run")
     parser.add_argument("--skip", default="", help="comma-separated libraries to skip")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                         help="wait up to SECONDS for the machine to be idle before each run")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, default=suite.default_out)
     parser.add_argument("--no-save", action="store_true")
-    parser.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=sorted(suite.runners), help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    chosen = args.only.split(",") if args.only else list(LIBRARIES)
+    chosen = args.only.split(",") if args.only else list(suite.libraries)
     skip = set(filter(None, args.skip.split(",")))
-    unknown = (set(chosen) | skip) - set(LIBRARIES)
+    unknown = (set(chosen) | skip) - set(suite.libraries)
     if unknown:
-        parser.error(f"unknown libraries {sorted(unknown)}; choose from {LIBRARIES}")
+        parser.error(f"unknown libraries {sorted(unknown)}; choose from {suite.libraries}")
     args.libraries = [lib for lib in chosen if lib not in skip]
+    args.cold_libraries = set(suite.cold_libraries)
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_suite(suite: Suite, argv: list[str] | None = None) -> int:
+    """The whole script: a worker run, or load MNIST, run every fit, judge and report."""
+    args = parse_args(suite, argv)
     if args.worker:
-        worker_main(RUNNERS[args.worker], args.spec)
+        worker_main(suite.runners[args.worker], args.spec)
         return 0
     from unimap.datasets import load_mnist
 
@@ -289,14 +306,22 @@ def main(argv: list[str] | None = None) -> int:
         X, y = X[: args.n], y[: args.n]
     X = np.ascontiguousarray(X, dtype=np.float32)
     judge = Judge(X, y)
-    with tempfile.TemporaryDirectory(prefix="tsne_mnist_") as tmp:
-        rows = run_benchmark(args, X, judge, Path(tmp))
-    report = render(rows, X.shape[0], X.shape[1])
+    with tempfile.TemporaryDirectory(prefix=f"{suite.script.stem}_") as tmp:
+        rows = run_benchmark(args, X, judge, Path(tmp), script=suite.script)
+    report = suite.render(rows, X.shape[0], X.shape[1])
     print(report)
     if not args.no_save:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(report)
     return 1 if any("error" in r for r in rows) else 0
+
+
+SUITE = Suite(Path(__file__).resolve(), __doc__.split("\n\n")[0], RUNNERS, LIBRARIES,
+              frozenset({"unimap"}), render, DEFAULT_OUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_suite(SUITE, argv)
 
 
 if __name__ == "__main__":
