@@ -311,8 +311,10 @@ def run_suite(suite: Suite, argv: list[str] | None = None) -> int:
     report = suite.render(rows, X.shape[0], X.shape[1])
     print(report)
     if not args.no_save:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report)
+        from unimap._io import atomic_path
+
+        with atomic_path(args.out) as tmp:  # a failed write leaves no half report
+            tmp.write_text(report)
     return 1 if any("error" in r for r in rows) else 0
 
 
