@@ -1,0 +1,74 @@
+"""AdaptiveThreads: threads stay on for a quiet machine's epoch-time pattern; one thread is
+chosen only while it is really faster."""
+
+from __future__ import annotations
+
+import numba
+import pytest
+
+from unimap.optimize import AdaptiveThreads
+
+
+class FakeClock:
+    """A clock advanced by hand: each epoch 'takes' the time the test says."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run_epochs(threads: AdaptiveThreads, clock: FakeClock, cost) -> list[int]:
+    """Run epochs whose duration is ``cost(epoch, n_threads)``; return the thread counts."""
+    used = []
+    for epoch in range(200):
+        threads.start_epoch(epoch)
+        used.append(threads._current)
+        clock.now += cost(epoch, threads._current)
+        threads.end_epoch()
+    return used
+
+
+@pytest.fixture(autouse=True)
+def restore_numba_threads():
+    previous = numba.get_num_threads()
+    yield
+    numba.set_num_threads(previous)
+
+
+def umap_like(epoch: int, n_threads: int) -> float:
+    # UMAP's first epochs sample few edges (epoch 0 almost none), then the work is constant;
+    # two threads are 1.8x faster than one. One noisy epoch at 60.
+    work = 0.001 if epoch == 0 else min(1.0, epoch / 4)
+    noise = 1.6 if epoch == 60 else 1.0
+    return work * noise * (0.023 if n_threads > 1 else 0.042)
+
+
+def test_quiet_machine_keeps_threads_after_cheap_first_epochs():
+    clock = FakeClock()
+    threads = AdaptiveThreads(2, clock=clock)
+    used = run_epochs(threads, clock, umap_like)
+    # The noisy epoch may trigger one probe on one thread, which loses: nothing more.
+    assert used.count(1) <= 1
+    assert threads.single_epochs == used.count(1)
+
+
+def test_busy_machine_switches_to_one_thread():
+    # From epoch 50 on, another program makes threaded epochs 5x slower than one thread.
+    def busy(epoch, n_threads):
+        if epoch < 50:
+            return 0.023 if n_threads > 1 else 0.042
+        return 0.2 if n_threads > 1 else 0.042
+
+    clock = FakeClock()
+    used = run_epochs(AdaptiveThreads(2, clock=clock), clock, busy)
+    assert used[:50].count(1) == 0
+    # After the slowdown, one thread runs most epochs; threads are re-tried every period.
+    assert used[50:].count(1) > 0.8 * 150
+
+
+def test_single_thread_setting_never_probes():
+    clock = FakeClock()
+    used = run_epochs(AdaptiveThreads(1, clock=clock), clock, umap_like)
+    assert set(used) == {1}
