@@ -336,7 +336,10 @@ class _HNSWIndex:
         self.n_threads = n_threads
         self.data = data
         if data.shape[1] > HNSW_PCA_DIM:
-            self.pca = PCA(HNSW_PCA_DIM, svd_solver="covariance").fit(data)
+            # The projection only proposes candidates (re-ranked exactly), so its axes can
+            # come from a strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall.
+            step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
+            self.pca = PCA(HNSW_PCA_DIM, svd_solver="covariance").fit(data[::step])
             reduced = self.pca.transform(data)
         else:
             self.pca, reduced = None, data
@@ -381,9 +384,12 @@ class _HNSWIndex:
 
 # HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
 HNSW_PCA_DIM = 50
+HNSW_PCA_SAMPLES = 20_000  # rows the projection is fitted on (at least; strided)
 HNSW_CANDIDATES = 60
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 40
+# efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking the 60
+# candidates unchanged (0.9885 both).
+HNSW_EF_CONSTRUCTION = 20
 
 
 def nearest_neighbors(

@@ -157,10 +157,18 @@ class PCA:
         return "covariance" if d <= 1000 else "full"
 
     def _covariance(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # Centre first, then one BLAS product in the input precision (float32 for float32 input,
-        # as scikit-learn's covariance_eigh): centring keeps the float32 sums accurate.
-        Xc = X - self.mean_.astype(X.dtype)
-        cov = (Xc.T @ Xc).astype(np.float64) / max(X.shape[0] - 1, 1)
+        # Centre, then BLAS products in the input precision (float32 for float32 input, as
+        # scikit-learn's covariance_eigh): centring keeps the float32 sums accurate. By blocks
+        # of rows, summed in float64: no centred copy of X (MNIST-70k: 220 MB and 0.3 s of
+        # page faults saved), and shorter float32 sums.
+        mean = self.mean_.astype(X.dtype)
+        d = X.shape[1]
+        block = max(1, _COV_BLOCK_BYTES // (d * X.dtype.itemsize))
+        cov = np.zeros((d, d), dtype=np.float64)
+        for start in range(0, X.shape[0], block):
+            Xc = X[start : start + block] - mean
+            cov += Xc.T @ Xc
+        cov /= max(X.shape[0] - 1, 1)
         evals, evecs = scipy.linalg.eigh(cov)
         order = np.argsort(evals)[::-1]
         return evecs[:, order].T, evals[order]
@@ -189,6 +197,9 @@ class PCA:
     def _check_fitted(self) -> None:
         if not hasattr(self, "components_"):
             raise RuntimeError("this PCA instance is not fitted yet; call fit first")
+
+
+_COV_BLOCK_BYTES = 32 << 20  # rows of X centred at a time in the covariance solver
 
 
 def randomized_range(
