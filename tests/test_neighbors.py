@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from unimap.neighbors import NeighborIndex, nearest_neighbors
+from unimap.neighbors import NeighborIndex, morton_order, nearest_neighbors
 
 
 def _brute(X, k, metric):
@@ -74,6 +74,43 @@ def test_hnsw_backend_recall():
     assert np.mean(hits) / 14 > 0.9
     idx, _ = index.query(X[:5], 3)
     np.testing.assert_array_equal(idx[:, 0], np.arange(5))
+
+
+def test_hnsw_pca_path_recall_and_query_order_independence():
+    # Wider than HNSW_PCA_DIM: the PCA projection, the Morton-ordered insertion and queries,
+    # and the exact re-ranking all take part.
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(5)
+    centres = rng.standard_normal((20, 80)) * 4
+    X = (centres[rng.integers(0, 20, 3000)] + rng.standard_normal((3000, 80))).astype(np.float32)
+    exact, _ = nearest_neighbors(X, 15, method="exact")
+    approx, index = nearest_neighbors(X, 15, method="hnsw")
+    hits = [len(set(a[1:]) & set(e[1:])) for a, e in zip(approx.indices, exact.indices,
+                                                       strict=True)]
+    assert np.mean(hits) / 14 > 0.95
+    # Distances are exact full-space distances of the returned ids.
+    d = np.linalg.norm(X[approx.indices] - X[:, None, :], axis=2)
+    np.testing.assert_allclose(approx.distances, d, rtol=1e-4, atol=1e-3)
+    # A query's answer does not depend on the other queries of the batch.
+    Y = X[:200] + 0.01
+    perm = rng.permutation(200)
+    idx, dist = index.query(Y, 10)
+    idx_p, dist_p = index.query(Y[perm], 10)
+    np.testing.assert_array_equal(idx_p, idx[perm])
+    np.testing.assert_array_equal(dist_p, dist[perm])
+
+
+def test_morton_order_is_a_local_permutation():
+    rng = np.random.default_rng(0)
+    P = rng.random((4096, 3))
+    order = morton_order(P)
+    np.testing.assert_array_equal(np.sort(order), np.arange(4096))
+    step = np.linalg.norm(np.diff(P[order], axis=0), axis=1).mean()
+    random_step = np.linalg.norm(np.diff(P, axis=0), axis=1).mean()
+    assert step < random_step / 4
+    # Constant columns and a single row are fine.
+    np.testing.assert_array_equal(morton_order(np.zeros((5, 3))), np.arange(5))
+    np.testing.assert_array_equal(morton_order(np.ones((1, 2))), [0])
 
 
 def test_invalid_metric_and_method():

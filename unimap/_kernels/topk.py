@@ -56,25 +56,32 @@ def manhattan_block(A, B, out):
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def rerank_candidates(data, queries, candidates, k, out_idx, out_dist):
-    """Exact squared euclidean distances from each query to its candidate rows of ``data``;
-    write the ``k`` nearest (sorted). Candidates < 0 (missing) are skipped."""
+def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx, out_dist):
+    """Exact squared euclidean distances from queries to their candidate rows of ``data``;
+    write the ``k`` nearest (sorted).
+
+    Row ``r`` of ``candidates`` belongs to query ``query_rows[r]``, whose results go to that
+    row of the outputs; candidate ``c`` is row ``id_map[c]`` of ``data``, and ``c < 0``
+    (missing) is skipped. The indirection lets the caller process queries in any order
+    without copying them.
+    """
     n_queries, n_cand = candidates.shape
     dim = data.shape[1]
-    for i in numba.prange(n_queries):
+    for r in numba.prange(n_queries):
+        q = query_rows[r]
         best_d = np.full(k, np.inf, dtype=np.float32)
         best_i = np.full(k, -1, dtype=np.int64)
         worst = np.float32(np.inf)
         for c in range(n_cand):
-            j = candidates[i, c]
-            if j < 0:
+            if candidates[r, c] < 0:
                 continue
+            j = id_map[candidates[r, c]]
             acc = np.float32(0.0)
             for f in range(dim):
-                diff = queries[i, f] - data[j, f]
+                diff = queries[q, f] - data[j, f]
                 acc += diff * diff
             if acc < worst:
                 worst = _insert_sorted(best_d, best_i, acc, j)
         for m in range(k):
-            out_idx[i, m] = best_i[m]
-            out_dist[i, m] = best_d[m]
+            out_idx[q, m] = best_i[m]
+            out_dist[q, m] = best_d[m]
