@@ -105,7 +105,8 @@ CANDIDATES: dict[str, Candidate] = {
     "unimap-hnsw": Candidate(
         "unimap",
         {},
-        "unimap.neighbors method='hnsw' (PCA-50 + HNSW M=16 efC=40, 60 candidates, exact re-rank)",
+        ("unimap.neighbors method='hnsw' (PCA-50 from a 20k sample + HNSW M=16 efC=20 in "
+         "Morton order, 60 candidates, exact re-rank)"),
     ),
     "pca100-eigh-hnsw": Candidate(
         "pca",
