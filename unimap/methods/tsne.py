@@ -271,8 +271,7 @@ default="pca"
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
-        from unimap.affinity import conditional_probabilities
-        from unimap.gradient_descent import place_points
+        from unimap.placement import perplexity_placement
 
         self._check_fitted()
         check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
@@ -287,18 +286,11 @@ default="pca"
             self.n_features_in_)
         if X.shape[1] != expected:
             raise ValueError(f"X has {X.shape[1]} features, but TSNE was fitted with {expected}")
-        n_train = self.embedding_.shape[0]
-        k = max(1, min(int(3 * perplexity), n_train))
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            idx, dist = self._index.query(X, k)
-            probabilities, _ = conditional_probabilities(dist, min(perplexity, k))
-            m = X.shape[0]
-            P = sp.csr_matrix((probabilities.ravel(), idx.ravel().astype(np.int64),
-                               np.arange(0, m * k + 1, k)), shape=(m, n_train))
-            init = np.median(self.embedding_[idx[:, :min(10, k)]], axis=1)
-            Y = place_points(init, P, self.embedding_, n_iter, learning_rate, exaggeration,
-                             momentum, self._repulsion_params(), max_grad_norm)
-        return check_embedding_finite(Y.astype(np.float32), "TSNE.transform")
+            Y = perplexity_placement(self._index, X, self.embedding_, perplexity, n_iter,
+                                     learning_rate, exaggeration, momentum,
+                                     self._repulsion_params(), max_grad_norm)
+        return check_embedding_finite(Y, "TSNE.transform")
 
     # -- phases ------------------------------------------------------------------------------
     def _neighbors(self, X, n, seed):

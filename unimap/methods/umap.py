@@ -216,7 +216,7 @@ default="spectral"
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
-        from unimap.affinity import membership_weights, smooth_knn_dist
+        from unimap.placement import default_transform_epochs, fuzzy_placement
 
         self._check_fitted()
         if self._index is None:
@@ -228,25 +228,13 @@ default="spectral"
             raise ValueError(
                 f"X has {X.shape[1]} features, but UMAP was fitted with {expected}"
             )
-        n_threads = resolve_n_jobs(self.n_jobs)
-        with numba_threads(n_threads):
-            idx, dist = self._index.query(X, self.n_neighbors_)
-            # New points are not in the index, so no neighbour is "self": umap-learn lowers the
-            # local connectivity by one to keep the same calibration.
-            sigmas, rhos = smooth_knn_dist(dist, self.n_neighbors_,
-                                           max(0.0, self.local_connectivity - 1.0))
-            weights = membership_weights(idx, dist, sigmas, rhos, skip_self=False)
-            init = self._weighted_mean_init(idx, weights)
-            n_epochs = (100 if self.embedding_.shape[0] <= 10_000 else 30) \
-                if self.n_epochs is None else max(self.n_epochs // 3, 1)
-            m, k = idx.shape
-            rows = np.repeat(np.arange(m), k)
-            graph = sp.csr_matrix((weights.ravel(), (rows, idx.ravel())),
-                                  shape=(m, self.embedding_.shape[0]))
-            graph = self._prune(graph, n_epochs)
-            row_keys = _row_keys(idx)
-            embedding = self._optimize(init, self.embedding_, graph, n_epochs, self._seed,
-                                       row_keys, self.learning_rate / 4.0)
+        n_epochs = (default_transform_epochs(self.embedding_.shape[0]) if self.n_epochs is None
+                    else max(self.n_epochs // 3, 1))
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            embedding = fuzzy_placement(
+                self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
+                self.a_, self.b_, self._seed, n_epochs, self.learning_rate / 4.0,
+                self.repulsion_strength, self.negative_sample_rate)
         return check_embedding_finite(embedding, "UMAP.transform")
 
     # -- phases ------------------------------------------------------------------------------
@@ -309,11 +297,6 @@ default="spectral"
         return umap_sgd(head, tail, graph, n_epochs, self.a_, self.b_, seed,
                         learning_rate=learning_rate, repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate, row_keys=row_keys)
-
-    def _weighted_mean_init(self, idx, weights) -> np.ndarray:
-        totals = weights.sum(axis=1, keepdims=True)
-        norm = np.where(totals > 0, weights / np.where(totals > 0, totals, 1.0), 1.0 / idx.shape[1])
-        return np.einsum("ik,ikd->id", norm, self.embedding_[idx]).astype(np.float32)
 
     # -- checks ------------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -389,14 +372,3 @@ default="spectral"
     def _log(self, message: str) -> None:
         if self.verbose:
             print(f"[unimap.UMAP] {message}", flush=True)
-
-
-def _row_keys(idx: np.ndarray) -> np.ndarray:
-    """A key per new point derived from its neighbour list, so its random stream does not
-    depend on its position in the batch."""
-    keys = np.zeros(idx.shape[0], dtype=np.uint64)
-    mult = np.uint64(0x100000001B3)
-    with np.errstate(over="ignore"):
-        for col in range(idx.shape[1]):
-            keys = (keys ^ idx[:, col].astype(np.uint64)) * mult
-    return keys

@@ -1,0 +1,141 @@
+"""Placing new points into a fitted embedding (``transform``), shared by UMAP, TSNE and GDR.
+
+The fitted embedding stays fixed; every new point is optimized on its own against it, so a
+point lands in the same place whether it comes alone or in a batch.
+
+- :func:`fuzzy_placement`: UMAP's way. Fuzzy membership of each new point to its nearest
+  training points, start at the membership-weighted mean of their positions, then UMAP's
+  edge-sampled SGD with the training points fixed (the loss of ``UMAP`` and of ``GDR``'s
+  unnormalized mode).
+- :func:`perplexity_placement`: openTSNE's way. Conditional probabilities at a (small)
+  perplexity, start at the median of the nearest neighbours' positions, then gradient
+  descent on each point's KL(P_i‖Q_i) with its own Z over the training points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap.neighbors import NeighborIndex
+
+__all__ = ["fuzzy_placement", "perplexity_placement", "default_transform_epochs"]
+
+
+def default_transform_epochs(n_train: int) -> int:
+    """UMAP's default transform epochs: 100 for up to 10,000 training points, else 30."""
+    return 100 if n_train <= 10_000 else 30
+
+
+def fuzzy_placement(
+    index: NeighborIndex,
+    X: np.ndarray,
+    reference: np.ndarray,
+    n_neighbors: int,
+    local_connectivity: float,
+    a: float,
+    b: float,
+    seed: int,
+    n_epochs: int,
+    learning_rate: float,
+    repulsion_strength: float,
+    negative_sample_rate: float,
+) -> np.ndarray:
+    """UMAP-style placement of the rows of ``X`` into ``reference`` (see module docstring).
+
+    Parameters
+    ----------
+    index : NeighborIndex
+        Index of the training points.
+    X : ndarray of shape (m, n_features), or (m, n_train) distances if precomputed
+    reference : ndarray of shape (n_train, n_components), float32
+        The fitted embedding.
+    n_neighbors : int
+        Neighbours per new point (the fit's ``n_neighbors_``).
+    local_connectivity : float
+        The fit's value: lowered by one here, since no neighbour of a new point is itself.
+    a, b : float
+        Low-dimensional kernel ``1 / (1 + a d^(2b))``.
+    seed : int
+    n_epochs : int
+    learning_rate, repulsion_strength, negative_sample_rate : float
+        As in :func:`unimap.optimize.umap_sgd`.
+
+    Returns
+    -------
+    embedding : ndarray of shape (m, n_components), float32
+    """
+    from unimap.affinity import membership_weights, smooth_knn_dist
+    from unimap.optimize import prune_graph, umap_sgd
+
+    idx, dist = index.query(X, n_neighbors)
+    # New points are not in the index, so no neighbour is "self": umap-learn lowers the
+    # local connectivity by one to keep the same calibration.
+    sigmas, rhos = smooth_knn_dist(dist, n_neighbors, max(0.0, local_connectivity - 1.0))
+    weights = membership_weights(idx, dist, sigmas, rhos, skip_self=False)
+    init = weighted_mean_positions(reference, idx, weights)
+    m, k = idx.shape
+    rows = np.repeat(np.arange(m), k)
+    graph = sp.csr_matrix((weights.ravel(), (rows, idx.ravel())), shape=(m, reference.shape[0]))
+    graph = prune_graph(graph, n_epochs)
+    return umap_sgd(init, reference, graph, n_epochs, a, b, seed, learning_rate=learning_rate,
+                    repulsion_strength=repulsion_strength,
+                    negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx))
+
+
+def perplexity_placement(
+    index: NeighborIndex,
+    X: np.ndarray,
+    reference: np.ndarray,
+    perplexity: float,
+    n_iter: int,
+    learning_rate: float,
+    exaggeration: float,
+    momentum: float,
+    params,
+    max_grad_norm: float | None,
+) -> np.ndarray:
+    """openTSNE-style placement of the rows of ``X`` into ``reference`` (module docstring).
+
+    Each new point gets conditional probabilities over its ``⌊3·perplexity⌋`` nearest training
+    points and starts at the median of its 10 nearest neighbours' positions (at most the
+    ``⌊3·perplexity⌋`` found). ``params`` is a :class:`unimap.gradient_descent.RepulsionParams`;
+    the other parameters are those of :func:`unimap.gradient_descent.place_points`.
+
+    Returns
+    -------
+    embedding : ndarray of shape (m, n_components), float32
+    """
+    from unimap.affinity import conditional_probabilities
+    from unimap.gradient_descent import place_points
+
+    n_train = reference.shape[0]
+    k = max(1, min(int(3 * perplexity), n_train))
+    idx, dist = index.query(X, k)
+    probabilities, _ = conditional_probabilities(dist, min(perplexity, k))
+    m = X.shape[0]
+    P = sp.csr_matrix((probabilities.ravel(), idx.ravel().astype(np.int64),
+                       np.arange(0, m * k + 1, k)), shape=(m, n_train))
+    init = np.median(reference[idx[:, :min(10, k)]], axis=1)
+    Y = place_points(init, P, reference, n_iter, learning_rate, exaggeration, momentum, params,
+                     max_grad_norm)
+    return Y.astype(np.float32)
+
+
+def weighted_mean_positions(reference: np.ndarray, idx: np.ndarray,
+                            weights: np.ndarray) -> np.ndarray:
+    """Each row's weight-averaged neighbour position (plain mean where all weights are 0)."""
+    totals = weights.sum(axis=1, keepdims=True)
+    norm = np.where(totals > 0, weights / np.where(totals > 0, totals, 1.0), 1.0 / idx.shape[1])
+    return np.einsum("ik,ikd->id", norm, reference[idx]).astype(np.float32)
+
+
+def row_keys(idx: np.ndarray) -> np.ndarray:
+    """A key per new point derived from its neighbour list, so its random stream does not
+    depend on its position in the batch."""
+    keys = np.zeros(idx.shape[0], dtype=np.uint64)
+    mult = np.uint64(0x100000001B3)
+    with np.errstate(over="ignore"):
+        for col in range(idx.shape[1]):
+            keys = (keys ^ idx[:, col].astype(np.uint64)) * mult
+    return keys
