@@ -68,6 +68,8 @@ _TSNE_EE_ITER = 250
 _TSNE_NEGATIVES = 1.0
 _TSNE_MOMENTUM = 0.8
 _TSNE_MIN_LR = 200.0
+_TRANSFORM_PERPLEXITY = 5.0  # as TSNE.transform and openTSNE: new points sit with their closest
+_TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
 
 
 class GDR:
@@ -224,6 +226,7 @@ class GDR:
         if n < 2:
             raise ValueError(f"GDR needs at least 2 samples, got {n}")
         seed = seed_from_random_state(self.random_state)
+        self._seed = seed  # transform draws from the fit's stream
         self.n_features_in_ = X.shape[1]
         self._resolve(n)
         timings: dict[str, float] = {}
@@ -263,6 +266,66 @@ class GDR:
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """Fit and return ``embedding_``, shape (n_samples, n_components)."""
         return self.fit(X, y).embedding_
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Embed new points into the fitted embedding (training points stay fixed).
+
+        Each new point is optimized on its own against the fixed embedding, so it lands in the
+        same place whether it comes alone or in a batch; the loss is that of the fit's mode.
+
+        - ``normalized=False``: UMAP's placement (:func:`unimap.placement.fuzzy_placement`):
+          fuzzy membership to the ``n_neighbors_`` nearest training points, start at their
+          membership-weighted mean, UMAP's SGD with kernel ``a_, b_`` for 100 epochs (30 above
+          10,000 training points; ``n_epochs // 3`` when ``n_epochs`` is set).
+        - ``normalized=True``: openTSNE's placement
+          (:func:`unimap.placement.perplexity_placement`): perplexity 5 over the 15 nearest
+          training points, start at the median of the 10 nearest, 250 steps of each point's
+          KL(P_i‖Q_i) with Barnes-Hut repulsion from the embedding (exact beyond 3-D). Needs
+          the t-SNE kernel ``a = b = 1`` (the default of this mode).
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features), or (m, n_train) distances if precomputed
+
+        Returns
+        -------
+        embedding : ndarray of shape (m, n_components), float32
+        """
+        from unimap.gradient_descent import RepulsionParams
+        from unimap.placement import (
+            default_transform_epochs,
+            fuzzy_placement,
+            perplexity_placement,
+        )
+
+        if not hasattr(self, "embedding_"):
+            raise RuntimeError("this GDR instance is not fitted yet; call fit first")
+        if self.normalized and (self.a_ != 1.0 or self.b_ != 1.0):
+            raise ValueError(
+                f"transform with normalized=True needs the t-SNE kernel a = b = 1; this model "
+                f"was fitted with a={self.a_:g}, b={self.b_:g}"
+            )
+        X = check_method_input(X, self.metric, square=False)
+        n_train = self.embedding_.shape[0]
+        expected = n_train if self.metric == "precomputed" else self.n_features_in_
+        if X.shape[1] != expected:
+            raise ValueError(f"X has {X.shape[1]} features, but GDR was fitted with {expected}")
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            if self.normalized:
+                method = "barnes_hut" if self.n_components <= 3 else "exact"
+                Y = perplexity_placement(
+                    self._index, X, self.embedding_, perplexity=_TRANSFORM_PERPLEXITY,
+                    n_iter=250, learning_rate=0.1, exaggeration=1.5, momentum=0.8,
+                    params=RepulsionParams(method, 0.5, 1.0), max_grad_norm=1.0)
+            else:
+                n_epochs = (default_transform_epochs(n_train) if self.n_epochs is None
+                            else max(self.n_epochs // 3, 1))
+                Y = fuzzy_placement(
+                    self._index, X, self.embedding_, self.n_neighbors_,
+                    local_connectivity=1.0, a=self.a_, b=self.b_, seed=self._seed,
+                    n_epochs=n_epochs, learning_rate=_TRANSFORM_LR,
+                    repulsion_strength=self.repulsion_strength, negative_sample_rate=5.0)
+        return check_embedding_finite(Y, "GDR.transform")
 
     # -- resolved defaults -------------------------------------------------------------------
     def _resolve(self, n: int) -> None:
@@ -324,6 +387,7 @@ class GDR:
             X = X.toarray()
         index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed).build(X)
         graph = index.knn_graph(self.n_neighbors_)
+        self._index = index
         self.knn_method_ = index.method_
         return graph.indices, graph.distances
 
