@@ -66,3 +66,19 @@ def test_ab_params_for_defaults():
     assert b == pytest.approx(0.895, abs=2e-3)
     with pytest.raises(ValueError, match="min_dist"):
         find_ab_params(1.0, 2.0)
+
+
+def test_ab_fit_matches_scipy_curve_fit():
+    # find_ab_params fits without scipy.optimize (its import costs every fit 0.24 s); it must
+    # land on curve_fit's least-squares solution.
+    from scipy.optimize import curve_fit
+
+    for spread in (0.5, 1.0, 2.0, 5.0):
+        for fraction in (0.0, 0.001, 0.05, 0.1, 0.3, 0.5, 0.99):
+            min_dist = fraction * spread
+            x = np.linspace(0, spread * 3, 300)
+            y = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
+            with np.errstate(divide="ignore"):
+                (a_ref, b_ref), _ = curve_fit(lambda x, a, b: 1 / (1 + a * x ** (2 * b)), x, y)
+            a, b = find_ab_params(spread, min_dist)
+            np.testing.assert_allclose([a, b], [a_ref, b_ref], rtol=1e-4)

@@ -25,17 +25,53 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     -------
     a, b : float
     """
-    from scipy.optimize import curve_fit
-
     spread = check_float(spread, "spread", 0.0, low_inclusive=False)
     min_dist = check_float(min_dist, "min_dist", 0.0)
     if min_dist > spread:
         raise ValueError(f"min_dist must be at most spread ({spread}), got {min_dist}")
-
-    def curve(x, a, b):
-        return 1.0 / (1.0 + a * x ** (2 * b))
-
     x = np.linspace(0, spread * 3, 300)
     y = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
-    (a, b), _ = curve_fit(curve, x, y)
+    a, b = _levenberg_marquardt(x, y)
     return float(a), float(b)
+
+
+def _levenberg_marquardt(x: np.ndarray, y: np.ndarray, max_iter: int = 200) -> np.ndarray:
+    """Least-squares ``a, b`` of ``1/(1 + a x^(2b))`` from the start (1, 1), as
+    ``scipy.optimize.curve_fit`` does, without importing scipy.optimize (0.24 s of every
+    fit's start-up). Two parameters: a damped Gauss-Newton step with the analytic Jacobian."""
+    positive = x > 0
+    log_x = np.zeros_like(x)
+    log_x[positive] = np.log(x[positive])
+
+    def residual_and_jacobian(params):
+        a, b = params
+        power = np.where(positive, np.exp(2.0 * b * log_x), 0.0)  # x^(2b), 0 at x = 0
+        denom = 1.0 + a * power
+        residual = 1.0 / denom - y
+        jac = np.empty((x.size, 2))
+        jac[:, 0] = -power / denom**2
+        jac[:, 1] = -a * power * 2.0 * log_x / denom**2
+        return residual, jac
+
+    params = np.array([1.0, 1.0])
+    damping = 1e-3
+    residual, jac = residual_and_jacobian(params)
+    cost = residual @ residual
+    for _ in range(max_iter):
+        gradient = jac.T @ residual
+        hessian = jac.T @ jac
+        step = np.linalg.solve(hessian + damping * np.diag(np.diag(hessian)), -gradient)
+        trial = params + step
+        trial_residual, trial_jac = residual_and_jacobian(trial)
+        trial_cost = trial_residual @ trial_residual
+        if trial_cost < cost:
+            converged = cost - trial_cost <= 1e-15 * max(cost, 1e-300)
+            params, residual, jac, cost = trial, trial_residual, trial_jac, trial_cost
+            damping = max(damping / 10.0, 1e-12)
+            if converged or np.abs(step).max() < 1e-12 * (np.abs(params).max() + 1e-12):
+                break
+        else:
+            damping *= 10.0
+            if damping > 1e12:
+                break
+    return params
