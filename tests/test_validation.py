@@ -76,3 +76,32 @@ def test_seeds_and_threads():
     assert resolve_n_jobs(-1) >= 1
     with pytest.raises(ValueError, match="n_jobs"):
         resolve_n_jobs(0)
+
+
+def test_phase_timer_records_phases_total_and_log_lines():
+    from unimap.methods._base import PhaseTimer
+
+    lines = []
+    clock = PhaseTimer(lines.append)
+    with clock.phase("neighbors", lambda: "exact"):
+        resolved = "later"
+    with clock.phase("optimize", lambda: resolved):
+        pass
+    timings = clock.finish()
+    assert list(timings) == ["neighbors", "optimize", "total"]
+    assert timings["total"] >= timings["neighbors"] + timings["optimize"]
+    assert lines[0].startswith("neighbors (exact): ") and lines[1].startswith("optimize (later)")
+
+
+def test_estimators_log_each_phase_when_verbose(capsys):
+    from unimap import GDR, TSNE, UMAP
+
+    X = np.random.default_rng(0).standard_normal((120, 5)).astype(np.float32)
+    for cls, phases in ((UMAP, ("neighbors", "graph", "init", "optimize")),
+                        (TSNE, ("neighbors", "affinities", "init", "optimize")),
+                        (GDR, ("neighbors", "affinities", "init", "optimize"))):
+        model = cls(verbose=True, random_state=0).fit(X)
+        out = capsys.readouterr().out
+        for phase in phases:
+            assert f"] {phase} (" in out, (cls.__name__, phase, out)
+        assert set(model.timings_) == {*phases, "total"}

@@ -20,7 +20,6 @@ gives bitwise the same embedding for any ``n_jobs``.
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Any
 
@@ -39,6 +38,7 @@ from unimap._validation import (
     resolve_n_jobs,
     seed_from_random_state,
 )
+from unimap.methods._base import PhaseTimer, check_transform_width
 from unimap.neighbors import METHODS, METRICS, NeighborIndex
 
 __all__ = ["GDR"]
@@ -219,7 +219,7 @@ class GDR:
     # -- public API ------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> GDR:
         """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
-        start = time.perf_counter()
+        clock = PhaseTimer(self._log)
         self._check_params()
         X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
@@ -229,38 +229,25 @@ class GDR:
         self._seed = seed  # transform draws from the fit's stream
         self.n_features_in_ = X.shape[1]
         self._resolve(n)
-        timings: dict[str, float] = {}
         with numba_threads(resolve_n_jobs(self.n_jobs)) as n_threads:
-            tic = time.perf_counter()
-            knn_idx, knn_dist = self._neighbors(X, seed)
-            self.knn_indices_, self.knn_dists_ = knn_idx, knn_dist
-            timings["neighbors"] = time.perf_counter() - tic
-            self._log(f"neighbours ({self.knn_method_}): {timings['neighbors']:.2f}s")
-
-            tic = time.perf_counter()
-            self.graph_ = self._affinities(knn_idx, knn_dist, n)
-            self.mean_weight_ = float(self.graph_.data.mean()) if self.graph_.nnz else 0.0
-            timings["affinities"] = time.perf_counter() - tic
-            self._log(f"affinities ({self.graph_.nnz} edges): {timings['affinities']:.2f}s")
-
-            tic = time.perf_counter()
-            init = self._initialize(X, seed)
-            timings["init"] = time.perf_counter() - tic
-            self._log(f"init ({self.init_info_['method']}): {timings['init']:.2f}s")
-
-            tic = time.perf_counter()
-            threads = n_threads if n >= _PARALLEL_MIN_ROWS else 1
-            with numba_threads(threads):
-                if self.normalized:
-                    embedding = self._optimize_normalized(init, seed)
-                else:
-                    embedding = self._optimize_unnormalized(init, seed)
-            timings["optimize"] = time.perf_counter() - tic
-            self._log(f"optimize ({self.n_epochs_} epochs): {timings['optimize']:.2f}s")
+            with clock.phase("neighbors", lambda: self.knn_method_):
+                knn_idx, knn_dist = self._neighbors(X, seed)
+                self.knn_indices_, self.knn_dists_ = knn_idx, knn_dist
+            with clock.phase("affinities", lambda: f"{self.graph_.nnz} edges"):
+                self.graph_ = self._affinities(knn_idx, knn_dist, n)
+                self.mean_weight_ = float(self.graph_.data.mean()) if self.graph_.nnz else 0.0
+            with clock.phase("init", lambda: self.init_info_["method"]):
+                init = self._initialize(X, seed)
+            with clock.phase("optimize", lambda: f"{self.n_epochs_} epochs"):
+                threads = n_threads if n >= _PARALLEL_MIN_ROWS else 1
+                with numba_threads(threads):
+                    if self.normalized:
+                        embedding = self._optimize_normalized(init, seed)
+                    else:
+                        embedding = self._optimize_unnormalized(init, seed)
 
         self.embedding_ = check_embedding_finite(embedding, "GDR")
-        timings["total"] = time.perf_counter() - start
-        self.timings_ = timings
+        self.timings_ = clock.finish()
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
@@ -307,9 +294,7 @@ class GDR:
             )
         X = check_method_input(X, self.metric, square=False)
         n_train = self.embedding_.shape[0]
-        expected = n_train if self.metric == "precomputed" else self.n_features_in_
-        if X.shape[1] != expected:
-            raise ValueError(f"X has {X.shape[1]} features, but GDR was fitted with {expected}")
+        check_transform_width(X, "GDR", self.metric, n_train, self.n_features_in_)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             if self.normalized:
                 method = "barnes_hut" if self.n_components <= 3 else "exact"

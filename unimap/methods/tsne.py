@@ -9,7 +9,6 @@ or FFT-interpolated.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ from unimap._validation import (
     resolve_n_jobs,
     seed_from_random_state,
 )
+from unimap.methods._base import PhaseTimer, check_transform_width
 from unimap.neighbors import METHODS, METRICS, NeighborIndex
 
 __all__ = ["TSNE"]
@@ -183,7 +183,7 @@ default="pca"
         """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
         from unimap.gradient_descent import Phase, gradient_descent
 
-        start = time.perf_counter()
+        clock = PhaseTimer(self._log)
         self._check_params()
         X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
@@ -194,44 +194,33 @@ default="pca"
         self.method_ = self._resolve_method(n)
         self.perplexity_ = effective_perplexity(self.perplexity, n)
         self.learning_rate_ = self._learning_rates(n)
-        timings: dict[str, float] = {}
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            tic = time.perf_counter()
-            knn_idx, knn_dist = self._neighbors(X, n, seed)
-            timings["neighbors"] = time.perf_counter() - tic
-            self._log(f"neighbours ({self.knn_method_}): {timings['neighbors']:.2f}s")
-
-            tic = time.perf_counter()
-            self.P_, self.sigmas_ = self._affinities(knn_idx, knn_dist, n)
-            timings["affinities"] = time.perf_counter() - tic
-            self._log(f"affinities: {timings['affinities']:.2f}s")
-
-            tic = time.perf_counter()
-            init = self._initialize(X, seed)
-            timings["init"] = time.perf_counter() - tic
-
-            tic = time.perf_counter()
-            n_early = min(self.early_exaggeration_iter, self.n_iter)
-            phases = [
-                Phase(n_early, self.early_exaggeration, self.initial_momentum,
-                      self.learning_rate_[0]),
-                Phase(self.n_iter - n_early, self.exaggeration, self.final_momentum,
-                      self.learning_rate_[1]),
-            ]
-            embedding, kl, n_done = gradient_descent(
-                init, self.P_, phases, self._repulsion_params(), self.min_gain,
-                self.max_grad_norm, self.max_step_norm, self.callback, self.callback_every,
-                self._log if self.verbose else None,
-            )
-            timings["optimize"] = time.perf_counter() - tic
-            self._log(f"optimize ({n_done} iterations): {timings['optimize']:.2f}s")
+            with clock.phase("neighbors", lambda: self.knn_method_):
+                knn_idx, knn_dist = self._neighbors(X, n, seed)
+            with clock.phase("affinities", lambda: f"{self.P_.nnz} non-zeros"):
+                self.P_, self.sigmas_ = self._affinities(knn_idx, knn_dist, n)
+            with clock.phase("init", lambda: str(self.init) if isinstance(self.init, str)
+                             else "array"):
+                init = self._initialize(X, seed)
+            with clock.phase("optimize", lambda: f"{n_done} iterations, {self.method_}"):
+                n_early = min(self.early_exaggeration_iter, self.n_iter)
+                phases = [
+                    Phase(n_early, self.early_exaggeration, self.initial_momentum,
+                          self.learning_rate_[0]),
+                    Phase(self.n_iter - n_early, self.exaggeration, self.final_momentum,
+                          self.learning_rate_[1]),
+                ]
+                embedding, kl, n_done = gradient_descent(
+                    init, self.P_, phases, self._repulsion_params(), self.min_gain,
+                    self.max_grad_norm, self.max_step_norm, self.callback, self.callback_every,
+                    self._log if self.verbose else None,
+                )
 
         self.embedding_ = check_embedding_finite(embedding.astype(np.float32), "TSNE")
         self.kl_divergence_ = kl
         self.n_iter_ = n_done
         self._seed = seed
-        timings["total"] = time.perf_counter() - start
-        self.timings_ = timings
+        self.timings_ = clock.finish()
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
@@ -282,10 +271,8 @@ default="pca"
         if max_grad_norm is not None:
             check_float(max_grad_norm, "max_grad_norm", 0.0, low_inclusive=False)
         X = check_method_input(X, self.metric, square=False)
-        expected = self.embedding_.shape[0] if self.metric == "precomputed" else (
-            self.n_features_in_)
-        if X.shape[1] != expected:
-            raise ValueError(f"X has {X.shape[1]} features, but TSNE was fitted with {expected}")
+        check_transform_width(X, "TSNE", self.metric, self.embedding_.shape[0],
+                              self.n_features_in_)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             Y = perplexity_placement(self._index, X, self.embedding_, perplexity, n_iter,
                                      learning_rate, exaggeration, momentum,

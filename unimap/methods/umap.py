@@ -7,7 +7,6 @@ initialization (:mod:`unimap.initialization`) → kernel ``1/(1 + a d^(2b))``
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Any
 
@@ -25,6 +24,7 @@ from unimap._validation import (
     resolve_n_jobs,
     seed_from_random_state,
 )
+from unimap.methods._base import PhaseTimer, check_transform_width
 from unimap.neighbors import METHODS, METRICS, NeighborIndex
 
 __all__ = ["UMAP"]
@@ -151,14 +151,13 @@ default="spectral"
         """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
         from unimap.kernel import find_ab_params
 
-        start = time.perf_counter()
+        clock = PhaseTimer(self._log)
         self._check_params()
         X = self._check_X(X)
         n = X.shape[0]
         seed = seed_from_random_state(self.random_state)
         self._seed = seed
         n_threads = resolve_n_jobs(self.n_jobs)
-        timings: dict[str, float] = {}
         self.n_features_in_ = X.shape[1]
         self.n_neighbors_ = self._effective_n_neighbors(n)
         if self.a is None or self.b is None:
@@ -169,32 +168,20 @@ default="spectral"
             500 if n <= 10_000 else 200)
 
         with numba_threads(n_threads):
-            tic = time.perf_counter()
-            knn_idx, knn_dist = self._neighbors(X, seed)
-            timings["neighbors"] = time.perf_counter() - tic
-            self._log(f"neighbours ({self.knn_method_}): {timings['neighbors']:.2f}s")
-
-            tic = time.perf_counter()
-            self.graph_, self.sigmas_, self.rhos_ = self._graph(knn_idx, knn_dist)
-            self.knn_indices_, self.knn_dists_ = knn_idx, knn_dist
-            timings["graph"] = time.perf_counter() - tic
-            self._log(f"fuzzy graph: {timings['graph']:.2f}s")
-
-            tic = time.perf_counter()
-            graph = self._prune(self.graph_, self.n_epochs_)
-            init = self._initialize(X, graph, seed)
-            timings["init"] = time.perf_counter() - tic
-            self._log(f"init ({self.init_info_['method']}): {timings['init']:.2f}s")
-
-            tic = time.perf_counter()
-            embedding = self._optimize(init, None, graph, self.n_epochs_, seed, None,
-                                       self.learning_rate)
-            timings["optimize"] = time.perf_counter() - tic
-            self._log(f"optimize ({self.n_epochs_} epochs): {timings['optimize']:.2f}s")
+            with clock.phase("neighbors", lambda: self.knn_method_):
+                knn_idx, knn_dist = self._neighbors(X, seed)
+            with clock.phase("graph", lambda: f"{self.graph_.nnz} edges"):
+                self.graph_, self.sigmas_, self.rhos_ = self._graph(knn_idx, knn_dist)
+                self.knn_indices_, self.knn_dists_ = knn_idx, knn_dist
+            with clock.phase("init", lambda: self.init_info_["method"]):
+                graph = self._prune(self.graph_, self.n_epochs_)
+                init = self._initialize(X, graph, seed)
+            with clock.phase("optimize", lambda: f"{self.n_epochs_} epochs"):
+                embedding = self._optimize(init, None, graph, self.n_epochs_, seed, None,
+                                           self.learning_rate)
 
         self.embedding_ = check_embedding_finite(embedding, "UMAP")
-        timings["total"] = time.perf_counter() - start
-        self.timings_ = timings
+        self.timings_ = clock.finish()
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
@@ -222,12 +209,8 @@ default="spectral"
         if self._index is None:
             raise ValueError("transform is unavailable when fitted with precomputed_knn")
         X = self._check_X(X)
-        expected = self.embedding_.shape[0] if self.metric == "precomputed" else (
-            self.n_features_in_)
-        if X.shape[1] != expected:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but UMAP was fitted with {expected}"
-            )
+        check_transform_width(X, "UMAP", self.metric, self.embedding_.shape[0],
+                              self.n_features_in_)
         n_epochs = (default_transform_epochs(self.embedding_.shape[0]) if self.n_epochs is None
                     else max(self.n_epochs // 3, 1))
         with numba_threads(resolve_n_jobs(self.n_jobs)):
