@@ -255,3 +255,15 @@ def test_mnist_quality_matches_umap_learn():
     _, idx = NearestNeighbors(n_neighbors=11).fit(E).kneighbors(E)
     votes = np.apply_along_axis(np.bincount, 1, y[idx[:, 1:]], minlength=10)
     assert (votes.argmax(axis=1) == y).mean() > 0.964
+
+
+@pytest.mark.parametrize("n_components", [2, 3])
+def test_threaded_epochs_match_one_thread_bitwise(n_components):
+    # Enough points that colour classes exceed SERIAL_CLASS_SIZE and run on threads (the
+    # 300-point test above stays serial); the 2-D and the n-D kernels are separate code.
+    rng = np.random.default_rng(3)
+    centres = rng.uniform(-10, 10, size=(8, 10))
+    X = (centres[rng.integers(0, 8, 6000)] + rng.standard_normal((6000, 10))).astype(np.float32)
+    runs = [UMAP(n_components=n_components, random_state=1, n_jobs=j, n_epochs=20,
+                 knn_method="exact").fit_transform(X) for j in (1, 2)]
+    np.testing.assert_array_equal(runs[0], runs[1])

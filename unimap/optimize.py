@@ -77,7 +77,7 @@ def umap_sgd(
     -------
     embedding : ndarray of shape (n_rows, dim), float32
     """
-    from unimap._kernels.umap_sgd import sgd_epoch_edges, sgd_epoch_rows
+    from unimap._kernels.umap_sgd import sgd_epoch_edges_2d, sgd_epoch_edges_nd, sgd_epoch_rows
 
     emb = np.ascontiguousarray(head, dtype=np.float32).copy()
     graph = sp.csr_matrix(graph)
@@ -96,6 +96,7 @@ def umap_sgd(
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
     seed = np.uint64(seed)
     snapshot = np.empty_like(emb)
+    fit_epoch = sgd_epoch_edges_2d if emb.shape[1] == 2 else sgd_epoch_edges_nd
     with numba_threads(None) as max_threads:
         # Few rows: one thread, since waking the pool each epoch costs more than the work.
         threads = AdaptiveThreads(max_threads if emb.shape[0] >= PARALLEL_MIN_ROWS else 1)
@@ -104,8 +105,8 @@ def umap_sgd(
             alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
             if tail is None:
                 snapshot[:] = emb
-                sgd_epoch_edges(emb, snapshot, heads, tails, class_ptr, eps, next_sample,
-                                eps_neg, next_negative, seed, epoch, a, b, gamma, alpha)
+                fit_epoch(emb, snapshot, heads, tails, class_ptr, eps, next_sample, eps_neg,
+                          next_negative, seed, epoch, a, b, gamma, alpha)
             else:
                 sgd_epoch_rows(emb, tail, indptr, indices, eps, next_sample, eps_neg,
                                next_negative, row_keys, seed, epoch, a, b, gamma, alpha)

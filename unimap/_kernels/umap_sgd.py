@@ -4,10 +4,11 @@ umap-learn's threaded SGD moves both ends of an edge in place while other thread
 write the same points, so its threaded runs are not reproducible (it forces one thread when
 seeded). Two kernels here avoid any shared write:
 
-``sgd_epoch_edges`` (fit): the directed edges are split by a greedy edge colouring into classes
-in which no two edges share a point. Classes run one after the other, edges of a class in
-parallel; each sampled edge moves both ends (umap-learn's ``move_other``) and its head takes the
-negative samples, read from the epoch's start ``snapshot``. Every point is written by one
+``sgd_epoch_edges_2d`` and ``sgd_epoch_edges_nd`` (fit): the directed edges are split by a
+greedy edge colouring into classes in which no two edges share a point. Classes run one after
+the other, edges of a class in parallel; each sampled edge moves both ends (umap-learn's
+``move_other``) and its head takes the negative samples, read from the epoch's start
+``snapshot``. Every point is written by one
 thread at a time in a fixed order, so the result does not depend on the thread count.
 (Moving only the head of each edge, row by row, is simpler but measurably worse: on digits,
 clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0.12-0.13 to
@@ -78,51 +79,63 @@ def _repulsion_coeff(d2, a, b, gamma):
 
 
 @numba.njit(inline="always", cache=True)
-def _negative_samples(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
-    """Push ``y`` away from ``n_neg`` rows of ``pool`` drawn uniformly among all but
+def _draw(key, s, n_draw, self_index, skip):
+    """Row of the ``s``-th negative sample: uniform over the pool without ``self_index``
+    (when ``skip``): drawn from n_pool - 1 rows, stepping over it arithmetically."""
+    k = bounded(hash_combine(key, s), n_draw)
+    return k + np.int64(skip and k >= self_index)
+
+
+@numba.njit(inline="always", cache=True)
+def _negatives_2d(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
+    """Push ``y`` (2-D) away from ``n_neg`` rows of ``pool`` drawn uniformly among all but
     ``self_index`` (all rows when it is negative).
 
-    In 2-D the samples' forces are all computed from ``y``'s position before them and applied
+    The samples' forces are all computed from ``y``'s position before them and applied
     together: this breaks the serial dependency from one sample to the next (1.6x faster on
-    MNIST) and changes each step by far less than the sampling noise. Other dimensions apply
-    them one after the other, as umap-learn does.
+    MNIST) and changes each step by far less than the sampling noise.
     """
-    n_pool = pool.shape[0]
-    # Uniform over the pool without ``self_index`` (when >= 0): draw from n_pool - 1 and step
-    # over it, arithmetic rather than a branch.
     skip = self_index >= 0
-    n_draw = n_pool - np.int64(skip)
-    if y.shape[0] == 2:
-        y0, y1 = y[0], y[1]
-        g0 = np.float32(0.0)
-        g1 = np.float32(0.0)
-        for s in range(n_neg):
-            k = bounded(hash_combine(key, s), n_draw)
-            k += np.int64(skip and k >= self_index)
-            dx = y0 - pool[k, 0]
-            dy = y1 - pool[k, 1]
-            # No test for d2 = 0: the coefficient stays finite (ε in its denominator) and
-            # multiplies a zero difference.
-            coeff = _repulsion_coeff(dx * dx + dy * dy, a, b, gamma)
-            g0 += _clip(coeff * dx)
-            g1 += _clip(coeff * dy)
-        y[0] = y0 + g0 * alpha
-        y[1] = y1 + g1 * alpha
-        return
+    n_draw = pool.shape[0] - np.int64(skip)
+    y0, y1 = y[0], y[1]
+    g0 = np.float32(0.0)
+    g1 = np.float32(0.0)
     for s in range(n_neg):
-        k = bounded(hash_combine(key, s), n_draw)
-        k += np.int64(skip and k >= self_index)
-        other = pool[k]
+        k = _draw(key, s, n_draw, self_index, skip)
+        dx = y0 - pool[k, 0]
+        dy = y1 - pool[k, 1]
+        # No test for d2 = 0: the coefficient stays finite (ε in its denominator) and
+        # multiplies a zero difference.
+        coeff = _repulsion_coeff(dx * dx + dy * dy, a, b, gamma)
+        g0 += _clip(coeff * dx)
+        g1 += _clip(coeff * dy)
+    y[0] = y0 + g0 * alpha
+    y[1] = y1 + g1 * alpha
+
+
+@numba.njit(inline="always", cache=True)
+def _negatives_nd(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
+    """As :func:`_negatives_2d` in any dimension, the samples applied one after the other
+    (as umap-learn does)."""
+    skip = self_index >= 0
+    n_draw = pool.shape[0] - np.int64(skip)
+    for s in range(n_neg):
+        other = pool[_draw(key, s, n_draw, self_index, skip)]
         coeff = _repulsion_coeff(_sq_dist(y, other), a, b, gamma)
         for d in range(y.shape[0]):
             y[d] += _clip(coeff * (y[d] - other[d])) * alpha
 
 
 @numba.njit(inline="always", cache=True)
-def _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_per_negative,
+                  next_negative, seed_hash, epoch, a, b, alpha):
+    """Edge ``e``'s attraction if it is due this epoch (both ends move), and its schedule.
+
+    Returns ``(head, n_neg, key)``: the negative samples the head takes and their stream;
+    ``n_neg = -1`` when the edge is not due.
+    """
     if next_sample[e] > epoch:
-        return
+        return np.int64(-1), np.int64(-1), np.uint64(0)
     i = heads[e]
     j = tails[e]
     current = emb[i]
@@ -133,18 +146,39 @@ def _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample
         current[d] += g
         other[d] -= g
     next_sample[e] += epochs_per_sample[e]
-    n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
-    key = hash_combine(hash_combine(seed_hash, e), epoch)
-    _negative_samples(current, i, snapshot, n_neg, key, a, b, gamma, alpha)
+    n_neg = np.int64((epoch - next_negative[e]) / epochs_per_negative[e])
     next_negative[e] += n_neg * epochs_per_negative[e]
+    return np.int64(i), n_neg, hash_combine(hash_combine(seed_hash, e), epoch)
 
 
+@numba.njit(inline="always", cache=True)
+def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+             epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
+                                  epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                                  alpha)
+    if n_neg >= 0:
+        _negatives_2d(emb[i], i, snapshot, n_neg, key, a, b, gamma, alpha)
+
+
+@numba.njit(inline="always", cache=True)
+def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+             epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
+                                  epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                                  alpha)
+    if n_neg >= 0:
+        _negatives_nd(emb[i], i, snapshot, n_neg, key, a, b, gamma, alpha)
+
+
+# The fit epoch exists twice, for 2-D and for other dimensions, so that a run compiles only
+# the path it uses: one kernel with both paths took 4.4 s to compile, the 2-D one 3.0 s.
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch_edges(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-                    epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
+def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
     """One fit epoch over colour classes ``class_ptr`` of the (class-sorted) edge arrays.
 
-    ``emb`` (n, dim) float32 is updated in place; ``snapshot`` is its copy from the start of
+    ``emb`` (n, 2) float32 is updated in place; ``snapshot`` is its copy from the start of
     the epoch, the pool of negative samples.
     """
     seed_hash = mix64(np.uint64(seed))
@@ -152,14 +186,33 @@ def sgd_epoch_edges(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, n
         start, stop = class_ptr[c], class_ptr[c + 1]
         if stop - start < SERIAL_CLASS_SIZE:
             for e in range(start, stop):
-                _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                              epochs_per_negative, next_negative, seed_hash, epoch, a, b,
-                              gamma, alpha)
+                _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                         alpha)
         else:
             for e in numba.prange(start, stop):
-                _process_edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                              epochs_per_negative, next_negative, seed_hash, epoch, a, b,
-                              gamma, alpha)
+                _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                         alpha)
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
+    """:func:`sgd_epoch_edges_2d` for an embedding of any dimension."""
+    seed_hash = mix64(np.uint64(seed))
+    for c in range(class_ptr.shape[0] - 1):
+        start, stop = class_ptr[c], class_ptr[c + 1]
+        if stop - start < SERIAL_CLASS_SIZE:
+            for e in range(start, stop):
+                _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                         alpha)
+        else:
+            for e in numba.prange(start, stop):
+                _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                         alpha)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
@@ -184,5 +237,8 @@ def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
             next_sample[e] += epochs_per_sample[e]
             n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
             key = hash_combine(hash_combine(row_hash, e - indptr[i]), epoch)
-            _negative_samples(y, -1, tail, n_neg, key, a, b, gamma, alpha)
+            if y.shape[0] == 2:
+                _negatives_2d(y, -1, tail, n_neg, key, a, b, gamma, alpha)
+            else:
+                _negatives_nd(y, -1, tail, n_neg, key, a, b, gamma, alpha)
             next_negative[e] += n_neg * epochs_per_negative[e]
