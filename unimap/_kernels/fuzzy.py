@@ -1,4 +1,8 @@
-"""Per-point bandwidth calibration of UMAP's fuzzy simplicial set (numba)."""
+"""Per-point bandwidth calibration of UMAP's fuzzy simplicial set (numba).
+
+Serial on purpose: on MNIST-70k the two kernels take 0.09 s on one thread (0.045 s on two),
+while compiling their parallel versions took 2.6 s instead of 0.7 s on a first run.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ MIN_K_DIST_SCALE = 1e-3
 N_BISECTION_STEPS = 64
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(cache=True)
 def smooth_knn_dist(distances, n_target, local_connectivity, bandwidth, rhos, sigmas):
     """Find ρ_i and σ_i for every row of a kNN distance matrix (column 0 is the point itself).
 
@@ -23,7 +27,7 @@ def smooth_knn_dist(distances, n_target, local_connectivity, bandwidth, rhos, si
     n, k = distances.shape
     target = np.log2(n_target) * bandwidth
     mean_all = np.mean(distances)
-    for i in numba.prange(n):
+    for i in range(n):
         row = distances[i]
         non_zero = row[row > 0.0]
         rho = 0.0
@@ -58,11 +62,11 @@ def smooth_knn_dist(distances, n_target, local_connectivity, bandwidth, rhos, si
         sigmas[i] = max(mid, floor)
 
 
-@numba.njit(parallel=True, cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True)
 def membership_strengths(indices, distances, rhos, sigmas, skip_self, weights):
     """``w_ij = exp(-max(d_ij - ρ_i, 0) / σ_i)``; the point itself gets 0 when ``skip_self``."""
     n, k = distances.shape
-    for i in numba.prange(n):
+    for i in range(n):
         for j in range(k):
             if skip_self and indices[i, j] == i:
                 weights[i, j] = 0.0
