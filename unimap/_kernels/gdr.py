@@ -267,7 +267,6 @@ def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
                 _umap_repel_nd(Y, F, i, _negative(repeat_hash, e, i, n), rep_weight, a, b, eps)
 
 
-@numba.njit(parallel=True, cache=True, fastmath=True)
 def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
                n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive):
     """One unnormalized epoch: ``F`` ← forces at ``Y`` (module docstring), then with momentum
@@ -286,21 +285,44 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     a, b, eps, clip, lr, momentum : float32.
     seed : uint64; epoch : int64; exhaustive : bool (see the module docstring).
     """
-    n, dim = Y.shape
-    use_t = t_indptr.shape[0] == n + 1
+    kernel = _umap_epoch_2d if Y.shape[1] == 2 else _umap_epoch_nd
+    kernel(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
+           n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive)
+
+
+# The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
+# row code it uses (a first GDR run compiled both).
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
+    for c in range(Y.shape[1]):
+        g = min(max(F[i, c], -clip), clip)  # branch-free: a mispredicted clip costs more
+        v = momentum * V[i, c] + lr * g
+        V[i, c] = v
+        Y_out[i, c] = Y[i, c] + v
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
+                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
+                   epoch, exhaustive):
+    use_t = t_indptr.shape[0] == Y.shape[0] + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
-    for i in numba.prange(n):
-        if dim == 2:
-            _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
-        else:
-            _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
-        for c in range(dim):
-            g = min(max(F[i, c], -clip), clip)  # branch-free: a mispredicted clip costs more
-            v = momentum * V[i, c] + lr * g
-            V[i, c] = v
-            Y_out[i, c] = Y[i, c] + v
+    for i in numba.prange(Y.shape[0]):
+        _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                     attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
+        _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
+                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
+                   epoch, exhaustive):
+    use_t = t_indptr.shape[0] == Y.shape[0] + 1
+    epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
+    for i in numba.prange(Y.shape[0]):
+        _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                     attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
+        _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
 
 
 # -- normalized mode ---------------------------------------------------------------------------
@@ -461,7 +483,6 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
     return z_near * scale + z * scale
 
 
-@numba.njit(parallel=True, cache=True, fastmath=True)
 def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
                 attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
     """Normalized-mode forces: ``A`` ← attraction, ``R`` ← repulsion estimate, ``z_rows`` ←
@@ -479,21 +500,40 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
     attr_scale : float32; n_negatives : float64; a, b : float32; seed : uint64;
     epoch : int64; exhaustive : bool.
     """
-    n, dim = Y.shape
+    kernel = _tsne_forces_2d if Y.shape[1] == 2 else _tsne_forces_nd
+    kernel(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
+           attr_scale, n_negatives, a, b, seed, epoch, exhaustive)
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
+    n = Y.shape[0]
     n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
     for block in numba.prange(n_blocks):
         row_marks = all_marks[block]
         for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
-            if dim == 2:
-                z = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
-                                 t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                 exhaustive, row_marks)
-            else:
-                z = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
-                                 t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                 exhaustive, row_marks)
-            z_rows[i] = z
+            z_rows[i] = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
+                                     t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
+                                     exhaustive, row_marks)
+            for e in range(indptr[i], indptr[i + 1]):
+                row_marks[indices[e]] = 0
+
+
+@numba.njit(parallel=True, cache=True, fastmath=True)
+def _tsne_forces_nd(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
+    n = Y.shape[0]
+    n_blocks = all_marks.shape[0]
+    use_t = t_indptr.shape[0] == n + 1
+    epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
+    for block in numba.prange(n_blocks):
+        row_marks = all_marks[block]
+        for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
+            z_rows[i] = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
+                                     t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
+                                     exhaustive, row_marks)
             for e in range(indptr[i], indptr[i + 1]):
                 row_marks[indices[e]] = 0
