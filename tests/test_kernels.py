@@ -39,3 +39,22 @@ def test_edge_classes_are_vertex_disjoint_and_cover_all_edges():
         ends = np.concatenate([heads[class_ptr[c] : class_ptr[c + 1]],
                                tails[class_ptr[c] : class_ptr[c + 1]]])
         assert len(np.unique(ends)) == len(ends)  # no point twice in one class
+
+
+def test_sgd_coefficients_finite_at_zero_distance_for_any_b():
+    # Two points on top of each other: fast_pow(0, b) would leave its range for b >= 1, so the
+    # kernels offset its argument; the repulsion must stay finite and equal the limit
+    # 2γb / ε, the attraction 0.
+    from unimap._kernels.umap_sgd import _attraction_coeff, _repulsion_coeff
+
+    @numba.njit
+    def coefficients(d2, a, b):
+        return _repulsion_coeff(d2, a, b, np.float32(1.0)), _attraction_coeff(d2, a, b)
+
+    for b in (0.5, 0.79, 0.9, 1.0, 1.5, 1.93, 2.5):
+        for d2 in (0.0, 1e-12, 1e-6):
+            rep, att = coefficients(np.float32(d2), np.float32(1.6), np.float32(b))
+            assert np.isfinite(rep) and np.isfinite(att), (b, d2, rep, att)
+        rep0, att0 = coefficients(np.float32(0.0), np.float32(1.6), np.float32(b))
+        np.testing.assert_allclose(rep0, 2 * b / 0.001, rtol=1e-3)
+        assert att0 == 0.0
