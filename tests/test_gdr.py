@@ -497,3 +497,24 @@ def test_transform_after_pickle(blobs):
     model = GDR(random_state=0, n_epochs=30).fit(X)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(model.transform(X[:5]), restored.transform(X[:5]))
+
+
+def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
+    # Coincident points: the repulsion coefficient must be its limit 2b/ε, not fast_pow's
+    # garbage (it went negative for b >= 1.3 when u was floored at 1e-30).
+    import numba
+
+    from unimap._kernels.gdr import tsne_kernel, umap_attraction_coeff, umap_repulsion_coeff
+
+    @numba.njit
+    def coefficients(u, a, b):
+        w, g = tsne_kernel(u, a, b)
+        return umap_repulsion_coeff(u, a, b, np.float32(1e-3)), umap_attraction_coeff(
+            u, a, b), w, g
+
+    for b in (0.5, 0.9, 1.0, 1.3, 1.5, 2.0, 2.5):
+        for u in (0.0, 1e-30, 1e-12, 1e-6):
+            values = coefficients(f32(u), f32(1.6), f32(b))
+            assert all(np.isfinite(v) for v in values), (b, u, values)
+        rep0 = coefficients(f32(0.0), f32(1.6), f32(b))[0]
+        np.testing.assert_allclose(rep0, 2 * b / 1e-3, rtol=1e-3)

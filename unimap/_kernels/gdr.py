@@ -87,7 +87,7 @@ from unimap._kernels.rng import bounded, hash_combine, mix64
 
 _ONE = np.float32(1.0)
 _TWO = np.float32(2.0)
-_TINY = np.float32(1e-30)
+_POW_FLOOR = np.float32(1e-8)  # fast_pow's range starts here: its result must be a normal float
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
@@ -103,15 +103,16 @@ def umap_attraction_coeff(u, a, b):
     """``2ab u^(b−1) / (1 + a u^b)`` for u > 0."""
     if b == _ONE:
         return _TWO * a / (_ONE + a * u)
-    ub1 = fast_pow(u, b - _ONE)
+    ub1 = fast_pow(max(u, _POW_FLOOR), b - _ONE)
     return _TWO * a * b * ub1 / (_ONE + a * ub1 * u)
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def umap_repulsion_coeff(u, a, b, eps):
-    """``2b / ((ε + u)(1 + a u^b))``; finite at u = 0 (u is raised to 1e-30), where the
-    direction it multiplies is 0."""
-    u = max(u, _TINY)
+    """``2b / ((ε + u)(1 + a u^b))``; finite at u = 0, where the direction it multiplies is 0.
+    u is raised to 1e-8 (beside ε = 1e-3 nothing changes): with the former 1e-30, u^b left
+    fast_pow's range for b ≥ 1.3 and coincident points got a negative coefficient."""
+    u = max(u, _POW_FLOOR)
     return _TWO * b / ((eps + u) * (_ONE + a * _pow_b(u, b)))
 
 
@@ -123,7 +124,7 @@ def tsne_kernel(u, a, b):
     if b == _ONE:
         w = _ONE / (_ONE + a * u)
         return w, a * w
-    ub1 = fast_pow(u, b - _ONE)
+    ub1 = fast_pow(max(u, _POW_FLOOR), b - _ONE)
     w = _ONE / (_ONE + a * ub1 * u)
     return w, a * b * ub1 * w
 
