@@ -57,3 +57,35 @@ def test_missing_file_and_bad_output_name(tmp_path, capsys):
     assert "not found" in capsys.readouterr().err
     assert main(["embed", "digits", "-o", str(tmp_path / "a.txt")]) == 2
     assert "--output must end in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [("tsne", ["--perplexity", "20", "--n-epochs", "300"]),
+     ("gdr", ["--n-neighbors", "10", "--min-dist", "0.2", "--n-epochs", "50"]),
+     ("gdr-tsne", ["--perplexity", "30"]),
+     ("pca", [])],
+)
+def test_every_method_embeds_from_the_command_line(tmp_path, blobs, method, options):
+    X, y = blobs
+    data, out = tmp_path / "x.npy", tmp_path / f"{method}.png"
+    np.save(data, X)
+    assert main(["embed", str(data), "-o", str(out), "--method", method, *options]) == 0
+    emb = np.load(out.with_suffix(".npy"))
+    assert emb.shape == (len(X), 2) and np.isfinite(emb).all()
+    # the four blobs stay apart: each point's nearest other point shares its blob
+    d = np.linalg.norm(emb[:, None] - emb[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    assert (y[d.argmin(axis=1)] == y).mean() > 0.95
+
+
+@pytest.mark.parametrize(
+    ("method", "option", "flag"),
+    [("tsne", ["--min-dist", "0.3"], "--min-dist"), ("umap", ["--perplexity", "5"],
+     "--perplexity"), ("pca", ["--n-neighbors", "5"], "--n-neighbors")],
+)
+def test_option_of_another_method_is_an_error(tmp_path, capsys, method, option, flag):
+    out = tmp_path / "x.png"
+    assert main(["embed", "blobs", "-o", str(out), "--method", method, *option]) == 2
+    assert f"{flag} does not apply to --method {method}" in capsys.readouterr().err
+    assert not out.exists() and not out.with_suffix(".npy").exists()

@@ -105,16 +105,37 @@ def _atomic_save_array(path: Path, array: np.ndarray) -> None:
                 np.save(fh, array)
 
 
+# Which options each method takes; giving another is an error, not silently ignored.
+_METHOD_OPTIONS = {
+    "umap": {"n_neighbors", "min_dist", "metric", "n_epochs"},
+    "gdr": {"n_neighbors", "min_dist", "metric", "n_epochs"},
+    "tsne": {"perplexity", "metric", "n_epochs"},
+    "gdr-tsne": {"perplexity", "metric", "n_epochs"},
+    "pca": set(),
+}
+_OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "n_epochs")
+
+
 def _make_estimator(args):
     import unimap
 
+    given = {name for name in _OPTIONAL if getattr(args, name) is not None}
+    stray = sorted(given - _METHOD_OPTIONS[args.method])
+    if stray:
+        flags = ", ".join("--" + name.replace("_", "-") for name in stray)
+        raise ValueError(f"{flags} does not apply to --method {args.method}")
+    options = {name: getattr(args, name) for name in given}
+    common = {"n_components": args.n_components, "random_state": args.random_state}
     if args.method == "pca":
-        return unimap.PCA(n_components=args.n_components, random_state=args.random_state)
-    return unimap.UMAP(
-        n_neighbors=args.n_neighbors, n_components=args.n_components, min_dist=args.min_dist,
-        metric=args.metric, n_epochs=args.n_epochs, random_state=args.random_state,
-        n_jobs=args.n_jobs, verbose=args.verbose,
-    )
+        return unimap.PCA(**common)
+    common.update(n_jobs=args.n_jobs, verbose=args.verbose)
+    if args.method == "tsne" and "n_epochs" in options:
+        options["n_iter"] = options.pop("n_epochs")
+    if args.method == "umap":
+        return unimap.UMAP(**common, **options)
+    if args.method == "tsne":
+        return unimap.TSNE(**common, **options)
+    return unimap.GDR(normalized=args.method == "gdr-tsne", **common, **options)
 
 
 def _embed(args) -> int:
@@ -148,14 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("-o", "--output", default="unimap.png", help="plot file (.png/.pdf/.svg)")
     embed.add_argument("--embedding", help="embedding file (.npy or .csv); default: the plot's "
                        "name with .npy")
-    embed.add_argument("--method", choices=("umap", "pca"), default="umap")
+    embed.add_argument("--method", choices=tuple(_METHOD_OPTIONS), default="umap",
+                       help="umap (default), tsne, gdr (UMAP-like), gdr-tsne (GDR's t-SNE-like "
+                       "normalized mode) or pca")
     embed.add_argument("--label-column", help="CSV column (name or index) holding labels")
     embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
-    embed.add_argument("--n-neighbors", type=int, default=15)
+    embed.add_argument("--n-neighbors", type=int, help="umap, gdr (default 15)")
     embed.add_argument("--n-components", type=int, default=2)
-    embed.add_argument("--min-dist", type=float, default=0.1)
-    embed.add_argument("--metric", default="euclidean")
-    embed.add_argument("--n-epochs", type=int, default=None)
+    embed.add_argument("--min-dist", type=float, help="umap, gdr (default 0.1)")
+    embed.add_argument("--perplexity", type=float, help="tsne, gdr-tsne (default 30)")
+    embed.add_argument("--metric", help="all but pca (default euclidean)")
+    embed.add_argument("--n-epochs", type=int, help="epochs (umap, gdr, gdr-tsne) or "
+                       "iterations (tsne); default: the method's")
     embed.add_argument("--random-state", type=int, default=0)
     embed.add_argument("--n-jobs", type=int, default=-1)
     embed.add_argument("-v", "--verbose", action="store_true")
