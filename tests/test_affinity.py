@@ -82,3 +82,15 @@ def test_ab_fit_matches_scipy_curve_fit():
                 (a_ref, b_ref), _ = curve_fit(lambda x, a, b: 1 / (1 + a * x ** (2 * b)), x, y)
             a, b = find_ab_params(spread, min_dist)
             np.testing.assert_allclose([a, b], [a_ref, b_ref], rtol=1e-4)
+
+
+def test_ab_fit_is_scale_free_and_valid_for_extreme_spreads():
+    # The curve only depends on min_dist/spread: b must too, and a·spread^(2b) (the a of the
+    # unit-spread problem). curve_fit from (1, 1) in raw units gave b < 0 for spread = 0.05.
+    for fraction in (0.0, 0.1, 0.5, 1.0):
+        a1, b1 = find_ab_params(1.0, fraction)
+        for spread in (0.01, 0.05, 20.0, 100.0):
+            a, b = find_ab_params(spread, fraction * spread)
+            assert a > 0 and b > 0
+            np.testing.assert_allclose(b, b1, rtol=1e-6)
+            np.testing.assert_allclose(a * spread ** (2 * b), a1, rtol=1e-6)

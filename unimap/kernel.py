@@ -29,9 +29,18 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     min_dist = check_float(min_dist, "min_dist", 0.0)
     if min_dist > spread:
         raise ValueError(f"min_dist must be at most spread ({spread}), got {min_dist}")
-    x = np.linspace(0, spread * 3, 300)
-    y = np.where(x < min_dist, 1.0, np.exp(-(x - min_dist) / spread))
-    a, b = _levenberg_marquardt(x, y)
+    # Fitted in units of spread, then scaled back: the same least-squares problem (x = s·t
+    # gives a = a_t / s^(2b)), but the start (1, 1) stays near the answer for any spread.
+    # In raw units the fit (umap-learn's too) diverged to b < 0 for spread = 0.05 or
+    # min_dist = spread = 20.
+    t = np.linspace(0, 3, 300)
+    relative_min = min_dist / spread
+    y = np.where(t < relative_min, 1.0, np.exp(-(t - relative_min)))
+    a_t, b = _levenberg_marquardt(t, y)
+    a = a_t / spread ** (2.0 * b)
+    if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
+        raise ValueError(f"could not fit the kernel for spread={spread}, min_dist={min_dist} "
+                         f"(got a={a}, b={b}); give a and b directly")
     return float(a), float(b)
 
 
