@@ -19,11 +19,22 @@ import scipy.sparse as sp
 
 from unimap.neighbors import NeighborIndex
 
-__all__ = ["fuzzy_placement", "perplexity_placement", "default_transform_epochs"]
+__all__ = ["fuzzy_placement", "perplexity_placement", "transform_epochs"]
+
+# openTSNE's transform defaults (TSNE.transform exposes them; GDR's normalized mode uses them).
+PLACEMENT_PERPLEXITY = 5.0  # smaller than in fit: a new point should sit with its closest
+PLACEMENT_N_ITER = 250
+PLACEMENT_LEARNING_RATE = 0.1
+PLACEMENT_EXAGGERATION = 1.5
+PLACEMENT_MOMENTUM = 0.8
+PLACEMENT_MAX_GRAD_NORM = 1.0  # keeps points that start on top of training points in place
 
 
-def default_transform_epochs(n_train: int) -> int:
-    """UMAP's default transform epochs: 100 for up to 10,000 training points, else 30."""
+def transform_epochs(n_train: int, fit_epochs: int | None) -> int:
+    """Epochs of UMAP-style placement: a third of the fit's ``n_epochs`` when it was set, else
+    umap-learn's default, 100 for up to 10,000 training points and 30 above."""
+    if fit_epochs is not None:
+        return max(fit_epochs // 3, 1)
     return 100 if n_train <= 10_000 else 30
 
 
@@ -87,13 +98,13 @@ def perplexity_placement(
     index: NeighborIndex,
     X: np.ndarray,
     reference: np.ndarray,
-    perplexity: float,
-    n_iter: int,
-    learning_rate: float,
-    exaggeration: float,
-    momentum: float,
     params,
-    max_grad_norm: float | None,
+    perplexity: float = PLACEMENT_PERPLEXITY,
+    n_iter: int = PLACEMENT_N_ITER,
+    learning_rate: float = PLACEMENT_LEARNING_RATE,
+    exaggeration: float = PLACEMENT_EXAGGERATION,
+    momentum: float = PLACEMENT_MOMENTUM,
+    max_grad_norm: float | None = PLACEMENT_MAX_GRAD_NORM,
 ) -> np.ndarray:
     """openTSNE-style placement of the rows of ``X`` into ``reference`` (module docstring).
 

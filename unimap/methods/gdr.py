@@ -68,7 +68,6 @@ _TSNE_EE_ITER = 250
 _TSNE_NEGATIVES = 1.0
 _TSNE_MOMENTUM = 0.8
 _TSNE_MIN_LR = 200.0
-_TRANSFORM_PERPLEXITY = 5.0  # as TSNE.transform and openTSNE: new points sit with their closest
 _TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
 
 
@@ -279,11 +278,7 @@ class GDR:
         embedding : ndarray of shape (m, n_components), float32
         """
         from unimap.gradient_descent import RepulsionParams
-        from unimap.placement import (
-            default_transform_epochs,
-            fuzzy_placement,
-            perplexity_placement,
-        )
+        from unimap.placement import fuzzy_placement, perplexity_placement, transform_epochs
 
         if not hasattr(self, "embedding_"):
             raise RuntimeError("this GDR instance is not fitted yet; call fit first")
@@ -298,17 +293,14 @@ class GDR:
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             if self.normalized:
                 method = "barnes_hut" if self.n_components <= 3 else "exact"
-                Y = perplexity_placement(
-                    self._index, X, self.embedding_, perplexity=_TRANSFORM_PERPLEXITY,
-                    n_iter=250, learning_rate=0.1, exaggeration=1.5, momentum=0.8,
-                    params=RepulsionParams(method, 0.5, 1.0), max_grad_norm=1.0)
+                Y = perplexity_placement(self._index, X, self.embedding_,
+                                         RepulsionParams(method, 0.5, 1.0))
             else:
-                n_epochs = (default_transform_epochs(n_train) if self.n_epochs is None
-                            else max(self.n_epochs // 3, 1))
                 Y = fuzzy_placement(
                     self._index, X, self.embedding_, self.n_neighbors_,
                     local_connectivity=1.0, a=self.a_, b=self.b_, seed=self._seed,
-                    n_epochs=n_epochs, learning_rate=_TRANSFORM_LR,
+                    n_epochs=transform_epochs(n_train, self.n_epochs),
+                    learning_rate=_TRANSFORM_LR,
                     repulsion_strength=self.repulsion_strength, negative_sample_rate=5.0)
         return check_embedding_finite(Y, "GDR.transform")
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap import placement
 from unimap._validation import (
     check_bool,
     check_choice,
@@ -230,12 +231,12 @@ default="pca"
     def transform(
         self,
         X: Any,
-        perplexity: float = 5.0,
-        n_iter: int = 250,
-        learning_rate: float = 0.1,
-        exaggeration: float = 1.5,
-        momentum: float = 0.8,
-        max_grad_norm: float | None = 1.0,
+        perplexity: float = placement.PLACEMENT_PERPLEXITY,
+        n_iter: int = placement.PLACEMENT_N_ITER,
+        learning_rate: float = placement.PLACEMENT_LEARNING_RATE,
+        exaggeration: float = placement.PLACEMENT_EXAGGERATION,
+        momentum: float = placement.PLACEMENT_MOMENTUM,
+        max_grad_norm: float | None = placement.PLACEMENT_MAX_GRAD_NORM,
     ) -> np.ndarray:
         """Embed new points into the fitted embedding, which stays fixed (as openTSNE does).
 
@@ -260,8 +261,6 @@ default="pca"
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
-        from unimap.placement import perplexity_placement
-
         self._check_fitted()
         check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
         check_int(n_iter, "n_iter", 0)
@@ -274,9 +273,9 @@ default="pca"
         check_transform_width(X, "TSNE", self.metric, self.embedding_.shape[0],
                               self.n_features_in_)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            Y = perplexity_placement(self._index, X, self.embedding_, perplexity, n_iter,
-                                     learning_rate, exaggeration, momentum,
-                                     self._repulsion_params(), max_grad_norm)
+            Y = placement.perplexity_placement(
+                self._index, X, self.embedding_, self._repulsion_params(), perplexity, n_iter,
+                learning_rate, exaggeration, momentum, max_grad_norm)
         return check_embedding_finite(Y, "TSNE.transform")
 
     # -- phases ------------------------------------------------------------------------------

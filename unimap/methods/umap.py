@@ -177,8 +177,7 @@ default="spectral"
                 graph = self._prune(self.graph_, self.n_epochs_)
                 init = self._initialize(X, graph, seed)
             with clock.phase("optimize", lambda: f"{self.n_epochs_} epochs"):
-                embedding = self._optimize(init, None, graph, self.n_epochs_, seed, None,
-                                           self.learning_rate)
+                embedding = self._optimize(init, graph, seed)
 
         self.embedding_ = check_embedding_finite(embedding, "UMAP")
         self.timings_ = clock.finish()
@@ -203,7 +202,7 @@ default="spectral"
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
-        from unimap.placement import default_transform_epochs, fuzzy_placement
+        from unimap.placement import fuzzy_placement, transform_epochs
 
         self._check_fitted()
         if self._index is None:
@@ -211,8 +210,7 @@ default="spectral"
         X = self._check_X(X)
         check_transform_width(X, "UMAP", self.metric, self.embedding_.shape[0],
                               self.n_features_in_)
-        n_epochs = (default_transform_epochs(self.embedding_.shape[0]) if self.n_epochs is None
-                    else max(self.n_epochs // 3, 1))
+        n_epochs = transform_epochs(self.embedding_.shape[0], self.n_epochs)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             embedding = fuzzy_placement(
                 self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
@@ -274,12 +272,13 @@ default="spectral"
                 return Y  # random fallback keeps its own scale
         return ini.rescale_to_box(Y, 10.0)
 
-    def _optimize(self, head, tail, graph, n_epochs, seed, row_keys, learning_rate):
+    def _optimize(self, init, graph, seed):
         from unimap.optimize import umap_sgd
 
-        return umap_sgd(head, tail, graph, n_epochs, self.a_, self.b_, seed,
-                        learning_rate=learning_rate, repulsion_strength=self.repulsion_strength,
-                        negative_sample_rate=self.negative_sample_rate, row_keys=row_keys)
+        return umap_sgd(init, None, graph, self.n_epochs_, self.a_, self.b_, seed,
+                        learning_rate=self.learning_rate,
+                        repulsion_strength=self.repulsion_strength,
+                        negative_sample_rate=self.negative_sample_rate)
 
     # -- checks ------------------------------------------------------------------------------
     def _check_params(self) -> None:
