@@ -292,7 +292,8 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
 
 
 # The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
-# row code it uses (a first GDR run compiled both).
+# row code it uses (a first GDR run compiled both). Passing the row function as an argument
+# would also compile per function, but numba's disk cache never hits for such a signature.
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
     for c in range(Y.shape[1]):

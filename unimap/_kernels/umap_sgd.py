@@ -8,8 +8,8 @@ seeded). Two kernels here avoid any shared write:
 greedy edge colouring into classes in which no two edges share a point. Classes run one after
 the other, edges of a class in parallel; each sampled edge moves both ends (umap-learn's
 ``move_other``) and its head takes the negative samples, read from the epoch's start
-``snapshot``. Every point is written by one
-thread at a time in a fixed order, so the result does not depend on the thread count.
+``snapshot``. Every point is written by one thread at a time in a fixed order, so the result
+does not depend on the thread count.
 (Moving only the head of each edge, row by row, is simpler but measurably worse: on digits,
 clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0.12-0.13 to
 0.21-0.33.)
@@ -43,7 +43,7 @@ def _clip(x):
 @numba.njit(inline="always", cache=True)
 def _clip_rare(x):
     """Clip for values that rarely exceed the bound (attraction): a well-predicted branch
-    is cheaper than the float64 round trip of :func:`_clip` (measured 4% of the SGD)."""
+    is cheaper than the float64 round trip of :func:`_clip` (measured 2-4% of the SGD)."""
     if x > CLIP:
         return np.float32(CLIP)
     if x < -CLIP:
@@ -72,7 +72,6 @@ def _attraction_coeff(d2, a, b):
 def _repulsion_coeff(d2, a, b, gamma):
     # 1e-8 is added inside the power only: fast_pow needs a result that is a normal float
     # (d2 = 0 with b >= 1 would not be), and at that scale the 0.001 of the denominator rules.
-    # (An add, not max(): numba's float32 max was 5% of the SGD.)
     pb = fast_pow(d2 + _MIN_POW_ARG, b)
     return np.float32(2.0) * gamma * b / (
         (np.float32(0.001) + d2) * (a * pb + np.float32(1.0)))
@@ -173,6 +172,8 @@ def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 
 # The fit epoch exists twice, for 2-D and for other dimensions, so that a run compiles only
 # the path it uses: one kernel with both paths took 4.4 s to compile, the 2-D one 3.0 s.
+# (One kernel taking the per-edge function as an argument would compile per function too,
+# but numba's disk cache never hits for such a signature: every run would recompile.)
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
                        epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
