@@ -119,3 +119,29 @@ def test_invalid_metric_and_method():
         nearest_neighbors(X, 3, metric="hamming")
     with pytest.raises(ValueError, match="method must be one of"):
         nearest_neighbors(X, 3, method="annoy")
+
+
+def test_hnsw_graph_does_not_depend_on_n_jobs_and_survives_pickling():
+    # The parts' graphs are built side by side on several threads, each on one thread.
+    pytest.importorskip("faiss")
+    import pickle
+
+    X = np.random.default_rng(6).standard_normal((4000, 60)).astype(np.float32)
+    graphs = [nearest_neighbors(X, 10, method="hnsw", n_jobs=j) for j in (1, 2, 3)]
+    for graph, _ in graphs[1:]:
+        np.testing.assert_array_equal(graph.indices, graphs[0][0].indices)
+        np.testing.assert_array_equal(graph.distances, graphs[0][0].distances)
+    index = pickle.loads(pickle.dumps(graphs[0][1]))
+    idx, dist = index.query(X[:50] + 0.01, 5)
+    idx0, dist0 = graphs[0][1].query(X[:50] + 0.01, 5)
+    np.testing.assert_array_equal(idx, idx0)
+    np.testing.assert_array_equal(dist, dist0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_hnsw_on_a_handful_of_points_is_exact(n):
+    pytest.importorskip("faiss")
+    X = np.random.default_rng(n).standard_normal((n, 5)).astype(np.float32)
+    approx, _ = nearest_neighbors(X, n, method="hnsw")
+    exact, _ = nearest_neighbors(X, n, method="exact")
+    np.testing.assert_array_equal(approx.indices, exact.indices)

@@ -13,10 +13,10 @@ Backends (``method``):
 
 - ``"exact"``: chunked BLAS distances and a parallel row-wise top-k; ground truth, and the
   fastest choice for small data.
-- ``"hnsw"``: faiss HNSW graph (``pip install unimap[faiss]``) built on a 50-dimensional PCA
-  projection, its 60 candidates re-ranked by exact full-space distances: recall@15 ≈ 0.99 on
-  MNIST-70k in ~3 s on 2 cores; the default for large data, chosen by measurement
-  (``benchmarks/knn_candidates.py``).
+- ``"hnsw"``: faiss HNSW graphs (``pip install unimap[faiss]``) of two halves of the data,
+  built side by side on a 50-dimensional PCA projection; 2 x 35 candidates re-ranked by exact
+  full-space distances: recall@15 ≈ 0.99 on MNIST-70k in ~2.5 s on 2 cores; the default for
+  large data, chosen by measurement (``benchmarks/knn_candidates.py``).
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
@@ -308,7 +308,8 @@ def _pad_self(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 @contextmanager
 def _faiss_threads(n_threads: int):
-    """faiss's OpenMP thread count is process-wide: set it for one call, then restore it."""
+    """Run faiss calls of the current thread on ``n_threads`` OpenMP threads, then restore the
+    count (OpenMP keeps it per calling thread)."""
     import faiss
 
     previous = faiss.omp_get_max_threads()
@@ -320,16 +321,25 @@ def _faiss_threads(n_threads: int):
 
 
 class _HNSWIndex:
-    """faiss HNSW over a PCA reduction of the data, with exact re-ranking in the full space.
+    """faiss HNSW graphs over a PCA reduction of the data, with exact re-ranking in the full
+    space.
 
     High-dimensional HNSW builds are slow (MNIST-70k: 4-7 s for recall 0.96-0.99). Searching
-    ``HNSW_CANDIDATES`` neighbours in a ``HNSW_PCA_DIM``-dimensional PCA projection, then
-    re-ranking them by their exact full-space distances, reaches recall@15 ≈ 0.99 in about
-    half the time (``benchmarks/knn_candidates.py``). Low-dimensional data skips the PCA.
+    neighbour candidates in a ``HNSW_PCA_DIM``-dimensional PCA projection, then re-ranking
+    them by their exact full-space distances, reaches recall@15 ≈ 0.99 in about half the time
+    (``benchmarks/knn_candidates.py``). Low-dimensional data skips the PCA.
+
+    The points are split into ``HNSW_PARTS`` interleaved parts, one HNSW graph each, and a
+    query takes its candidates from every part. faiss's threaded insertion orders its locks by
+    timing, so a graph built on several threads (and the embedding) could depend on the
+    thread count; one graph per part, each built on one thread, is the same for any thread
+    count, and the parts are built side by side (MNIST-70k: one graph 1.15 s, two halves
+    0.47 s on 2 cores; search + re-rank of 2 x 35 candidates 0.16 s more than of 60 from one
+    graph, recall@15 0.9888 against 0.9885).
     """
 
     def __init__(self, data: np.ndarray, n_threads: int) -> None:
-        import faiss
+        from concurrent.futures import ThreadPoolExecutor
 
         from unimap.methods.pca import PCA
 
@@ -343,19 +353,18 @@ class _HNSWIndex:
             reduced = self.pca.transform(data)
         else:
             self.pca, reduced = None, data
-        self.index = faiss.IndexHNSWFlat(reduced.shape[1], HNSW_M)
-        self.index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         # Points are inserted (and queries run) in Morton order of their first three
         # coordinates, so that consecutive searches walk the same part of the graph and
         # re-rank overlapping candidates while they are in cache: MNIST-70k search 1.7 -> 1.1 s,
-        # re-ranking 0.42 -> 0.28 s, recall unchanged. Index ids are positions in that order.
+        # re-ranking 0.42 -> 0.28 s, recall unchanged. Part p holds Morton positions
+        # p, p + n_parts, ...: each part covers the whole space, in Morton order itself.
         self.order = morton_order(reduced)
         self._reduced = reduced  # the training points' projection, reused by their own search
-        # One thread: faiss's threaded insertion orders its locks by timing, so the graph (and
-        # the embedding) could depend on the thread count; and with other programs busy it was
-        # 3.5x slower than one thread on MNIST (6.4 s vs 1.8 s). Queries stay threaded.
-        with _faiss_threads(1):
-            self.index.add(np.ascontiguousarray(reduced[self.order], dtype=np.float32))
+        self.n_parts = min(HNSW_PARTS, data.shape[0])
+        ordered = np.ascontiguousarray(reduced[self.order], dtype=np.float32)
+        parts = [ordered[p::self.n_parts] for p in range(self.n_parts)]
+        with ThreadPoolExecutor(max_workers=max(1, min(n_threads, self.n_parts))) as pool:
+            self.indexes = list(pool.map(_build_hnsw, parts))
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         from unimap._kernels.topk import rerank_candidates
@@ -364,13 +373,18 @@ class _HNSWIndex:
             reduced = self._reduced
         else:
             reduced = queries if self.pca is None else self.pca.transform(queries)
-        n_cand = min(max(HNSW_CANDIDATES, 2 * k), self.data.shape[0])
-        self.index.hnsw.efSearch = n_cand
         # Each query's result does not depend on the others, so their order is free: Morton.
         query_order = morton_order(reduced)
+        ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
+        candidates = []
         with _faiss_threads(self.n_threads):
-            _, candidates = self.index.search(
-                np.ascontiguousarray(reduced[query_order], dtype=np.float32), n_cand)
+            for p, index in enumerate(self.indexes):
+                n_cand = min(max(HNSW_CANDIDATES_PER_PART, k), index.ntotal)
+                index.hnsw.efSearch = n_cand
+                _, local = index.search(ordered, n_cand)
+                # local id l of part p is Morton position p + l * n_parts; -1 stays missing
+                candidates.append(np.where(local < 0, -1, local * self.n_parts + p))
+        candidates = np.ascontiguousarray(np.concatenate(candidates, axis=1))
         idx = np.empty((queries.shape[0], k), dtype=np.int64)
         sq_dist = np.empty((queries.shape[0], k), dtype=np.float32)
         with numba_threads(self.n_threads):
@@ -383,15 +397,26 @@ class _HNSWIndex:
         import faiss
 
         state = self.__dict__.copy()
-        state["index"] = faiss.serialize_index(self.index)
+        state["indexes"] = [faiss.serialize_index(index) for index in self.indexes]
         state.pop("_reduced", None)  # recomputed on demand
         return state
 
     def __setstate__(self, state: dict) -> None:
         import faiss
 
-        state["index"] = faiss.deserialize_index(state["index"])
+        state["indexes"] = [faiss.deserialize_index(index) for index in state["indexes"]]
         self.__dict__.update(state)
+
+
+def _build_hnsw(points: np.ndarray):
+    """One faiss HNSW graph of ``points``, inserted in row order on one thread."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(points.shape[1], HNSW_M)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    with _faiss_threads(1):
+        index.add(points)
+    return index
 
 
 def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndarray:
@@ -413,7 +438,8 @@ def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndar
 # HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
 HNSW_PCA_DIM = 50
 HNSW_PCA_SAMPLES = 20_000  # rows the projection is fitted on (at least; strided)
-HNSW_CANDIDATES = 60
+HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
+HNSW_CANDIDATES_PER_PART = 35  # 2 x 35: recall@15 0.9888 on MNIST-70k (2 x 30: 0.9848)
 HNSW_M = 16
 # efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking the 60
 # candidates unchanged (0.9885 both).
