@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap._validation import check_choice, check_int, numba_threads, resolve_n_jobs
+from unimap.ordering import morton_order
 
 __all__ = ["KNNGraph", "NeighborIndex", "nearest_neighbors", "METRICS", "EXACT_MAX_SAMPLES"]
 
@@ -417,22 +418,6 @@ def _build_hnsw(points: np.ndarray):
     with _faiss_threads(1):
         index.add(points)
     return index
-
-
-def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndarray:
-    """Row order along the Z-order curve of the first ``n_dims`` columns of ``points``
-    (each quantised to ``bits`` bits): rows close in the order are close in space."""
-    coords = np.asarray(points[:, :n_dims], dtype=np.float64)
-    low = coords.min(axis=0) if len(coords) else 0.0
-    span = np.ptp(coords, axis=0) if len(coords) else 1.0
-    span = np.where(span > 0, span, 1.0)
-    levels = ((coords - low) / span * ((1 << bits) - 1)).astype(np.uint64)
-    code = np.zeros(coords.shape[0], dtype=np.uint64)
-    for bit in range(bits):
-        for dim in range(coords.shape[1]):
-            code |= ((levels[:, dim] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(
-                bit * coords.shape[1] + dim)
-    return np.argsort(code, kind="stable")
 
 
 # HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap._validation import numba_threads
+from unimap.ordering import morton_order
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
 
@@ -81,6 +82,18 @@ def umap_sgd(
 
     emb = np.ascontiguousarray(head, dtype=np.float32).copy()
     graph = sp.csr_matrix(graph)
+    relabel = None
+    if tail is None and emb.shape[0] >= PARALLEL_MIN_ROWS:
+        # Relabel the points along a Z-order curve of their initial positions, so that most
+        # edges join points that are close in memory: threads then write mostly to their own
+        # cache lines. On MNIST-70k (2 threads) the share of edges crossing the middle of the
+        # point range fell from 0.49 to 0.07 and the SGD from 5.8 to 3.9 s while cache lines
+        # were slow to move between the cores (3.7 -> 3.4 s when they were not).
+        relabel = morton_order(emb, n_dims=min(3, emb.shape[1]), bits=16)
+        emb = np.ascontiguousarray(emb[relabel])
+        graph = graph[relabel][:, relabel]
+        if callback is not None:
+            callback = _in_original_order(callback, relabel)
     indptr = graph.indptr.astype(np.int64)
     indices = graph.indices.astype(np.int32)
     eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs)
@@ -113,7 +126,21 @@ def umap_sgd(
             threads.end_epoch()
             if callback is not None:
                 callback(epoch, emb)
+    if relabel is not None:
+        unordered = np.empty_like(emb)
+        unordered[relabel] = emb
+        emb = unordered
     return emb
+
+
+def _in_original_order(callback: Callable[[int, np.ndarray], None], order: np.ndarray):
+    """Wrap ``callback`` so that it sees the rows of a relabelled embedding in input order."""
+    def wrapped(epoch: int, emb: np.ndarray) -> None:
+        unordered = np.empty_like(emb)
+        unordered[order] = emb
+        callback(epoch, unordered)
+
+    return wrapped
 
 
 def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):

@@ -1,0 +1,25 @@
+"""Orderings of points that keep neighbours close in memory."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["morton_order"]
+
+
+def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndarray:
+    """Row order along the Z-order curve of the first ``n_dims`` columns of ``points``
+    (each quantised to ``bits`` bits): rows close in the order are close in space."""
+    if bits * min(n_dims, points.shape[1]) > 64:
+        raise ValueError(f"a Morton code of {n_dims} x {bits} bits does not fit in 64 bits")
+    coords = np.asarray(points[:, :n_dims], dtype=np.float64)
+    low = coords.min(axis=0) if len(coords) else 0.0
+    span = np.ptp(coords, axis=0) if len(coords) else 1.0
+    span = np.where(span > 0, span, 1.0)
+    levels = ((coords - low) / span * ((1 << bits) - 1)).astype(np.uint64)
+    code = np.zeros(coords.shape[0], dtype=np.uint64)
+    for bit in range(bits):
+        for dim in range(coords.shape[1]):
+            code |= ((levels[:, dim] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(
+                bit * coords.shape[1] + dim)
+    return np.argsort(code, kind="stable")
