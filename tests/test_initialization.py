@@ -90,3 +90,30 @@ def test_pca_random_array_and_rescaling():
     assert S[:, 0].std() == pytest.approx(1e-4, rel=1e-3)
     with pytest.raises(ValueError, match="init array must have shape"):
         array_init(np.zeros((3, 2)), 50, 2)
+
+
+def test_spectral_init_many_components_are_placed_apart():
+    # 1,500 components: 500 isolated points, 500 pairs and 500 spirals-in-miniature of 12
+    # points; each must sit in its own box, away from every other component.
+    rng = np.random.default_rng(2)
+    blocks, labels = [], []
+    for c, size in enumerate([1] * 500 + [2] * 500 + [12] * 500):
+        w = rng.uniform(0.5, 1.0, size=(size, size))
+        w = np.triu(w, 1) + np.triu(w, 1).T
+        blocks.append(sp.csr_matrix(w))
+        labels += [c] * size
+    graph = sp.block_diag(blocks, format="csr")
+    labels = np.array(labels)
+    data = rng.normal(size=(labels.size, 5)) + 50 * rng.normal(size=(1500, 5))[labels]
+    with pytest.warns(UserWarning, match="1500 connected components"):
+        Y, info = spectral_init(graph, 2, seed=0, data=data)
+    assert info["n_graph_components"] == 1500 and np.isfinite(Y).all()
+    lo = np.vstack([Y[labels == c].min(0) for c in range(1500)])
+    hi = np.vstack([Y[labels == c].max(0) for c in range(1500)])
+    # No two components' bounding boxes intersect (boxes of radius gap/4 around the meta
+    # positions in the construction).
+    overlap = ((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :])).all(2)
+    np.fill_diagonal(overlap, False)
+    assert not overlap.any()
+    Y2, _ = spectral_init(graph, 2, seed=0, data=data)
+    np.testing.assert_array_equal(Y, Y2)

@@ -133,16 +133,27 @@ def _expand(layout: np.ndarray, seed: int, max_coord: float = 10.0) -> np.ndarra
     return (layout * scale + noise).astype(np.float32)
 
 
-def _meta_positions(labels, n_comp, n_components, seed, data) -> np.ndarray:
+def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
+    """One position per connected component: the ± axes for few components, else the
+    principal axes of the component centroids in ``data`` (random directions without it)."""
+    n_comp = sizes.shape[0]
     if n_comp <= 2 * n_components:
         half = int(np.ceil(n_comp / 2))
         base = np.eye(half, n_components)
         return np.vstack([base, -base])[:n_comp]
     if data is not None and not sp.issparse(data):
-        centroids = np.vstack([data[labels == c].mean(axis=0) for c in range(n_comp)])
-        centroids = centroids - centroids.mean(axis=0)
-        u, s, _ = np.linalg.svd(centroids, full_matrices=False)
-        meta = u[:, :n_components] * s[:n_components]
+        # Centroids by one sparse product, not a pass over the data per component (MNIST
+        # with 20k components: minutes -> a fraction of a second).
+        n = labels.shape[0]
+        indicator = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_comp, n))
+        centroids = np.asarray(indicator @ data, dtype=np.float64) / sizes[:, None]
+        centroids -= centroids.mean(axis=0)
+        if n_comp > centroids.shape[1]:  # principal axes from the small covariance matrix
+            _, axes = np.linalg.eigh(centroids.T @ centroids)
+            meta = centroids @ axes[:, ::-1][:, :n_components]
+        else:
+            u, s, _ = np.linalg.svd(centroids, full_matrices=False)
+            meta = u[:, :n_components] * s[:n_components]
         if meta.shape[1] == n_components and np.ptp(meta, axis=0).min() > 0:
             return meta / np.abs(meta).max()
     rng = np.random.default_rng(seed)
@@ -151,21 +162,25 @@ def _meta_positions(labels, n_comp, n_components, seed, data) -> np.ndarray:
 
 
 def _multi_component(graph, labels, n_comp, n_components, seed, data) -> np.ndarray:
-    meta = _meta_positions(labels, n_comp, n_components, seed, data)
-    gaps = np.linalg.norm(meta[:, None, :] - meta[None, :, :], axis=2)
-    np.fill_diagonal(gaps, np.inf)
-    radius = np.maximum(gaps.min(axis=1) / 4.0, 1e-3)
-    out = np.empty((graph.shape[0], n_components), dtype=np.float64)
-    for c in range(n_comp):
-        members = np.flatnonzero(labels == c)
-        sub = graph[members][:, members]
-        layout = spectral_layout(sub, n_components, seed + c)
-        if layout is None:
-            rng = np.random.default_rng(seed + c)
-            layout = rng.uniform(-1.0, 1.0, size=(members.size, n_components))
-        layout = layout / max(np.abs(layout).max(), 1e-12)
-        out[members] = meta[c] + radius[c] * layout
-    return _expand(out, seed)
+    """Each component laid out on its own (spectral, or random when it is too small), in a
+    box of radius a quarter of the gap to the nearest other component's meta position."""
+    from scipy.spatial import cKDTree
+
+    sizes = np.bincount(labels, minlength=n_comp)
+    meta = _meta_positions(labels, sizes, n_components, seed, data)
+    gaps = cKDTree(meta).query(meta, k=2)[0][:, 1]
+    radius = np.maximum(gaps / 4.0, 1e-3)
+    # Components too small for a spectral layout (most of them when there are thousands)
+    # are placed at random in one go; the others one by one.
+    rng = np.random.default_rng(seed)
+    layout = rng.uniform(-1.0, 1.0, size=(graph.shape[0], n_components))
+    members_of = np.split(np.argsort(labels, kind="stable"), np.cumsum(sizes)[:-1])
+    for c in np.flatnonzero(sizes > n_components + 1):
+        members = members_of[c]
+        sub = spectral_layout(graph[members][:, members], n_components, seed + c)
+        if sub is not None:
+            layout[members] = sub / max(np.abs(sub).max(), 1e-12)
+    return _expand(meta[labels] + radius[labels, None] * layout, seed)
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
