@@ -36,8 +36,8 @@ _MAX_DENSE_BYTES = 4 << 30
 class UMAP:
     """Uniform Manifold Approximation and Projection.
 
-    The optimizer is unimap's row-parallel SGD (see :mod:`unimap._kernels.umap_sgd`): it uses
-    all cores and the same ``random_state`` gives bitwise the same embedding for any
+    The optimizer is unimap's edge-coloured threaded SGD (see :mod:`unimap._kernels.umap_sgd`):
+    it uses all cores and the same ``random_state`` gives bitwise the same embedding for any
     ``n_jobs``; there is no separate "reproducible mode" to remember.
 
     Parameters
