@@ -27,15 +27,13 @@ Example::
 
 from __future__ import annotations
 
-import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _harness import Runner, fmt, machine_description, markdown_table
-from tsne_mnist import Suite, run_suite, summarize
+from _harness import Runner, fmt, markdown_table
+from tsne_mnist import Suite, report_header, run_suite, summarize
 
 LIBRARIES = ("gdr", "gdr-normalized", "umap-learn", "openTSNE")
 PEERS = {"gdr": "umap-learn", "gdr-normalized": "openTSNE"}
@@ -120,18 +118,9 @@ def _verdicts(summaries: list[dict]) -> list[str]:
 
 def render(rows: list[dict], n: int, n_features: int) -> str:
     summaries = summarize(rows)
-    versions: dict[str, str] = {}
-    for r in rows:
-        versions |= r.get("versions", {})
     parts = [
-        "# GDR on MNIST: unimap.GDR vs umap-learn and openTSNE",
-        "",
-        f"- Machine: {machine_description()}",
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
-        f"- Data: MNIST, first {n:,} rows × {n_features} features (float32)",
-        f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-        f"- Command: `{shlex.join(['python', 'benchmarks/gdr_mnist.py', *sys.argv[1:]])}`",
-        "",
+        *report_header("GDR on MNIST: unimap.GDR vs umap-learn and openTSNE", "gdr_mnist.py",
+                       rows, n, n_features),
         "Fresh process per run; `total s` = import + fit; `cold`: unimap's numba cache deleted "
         "first. Quality as in `tsne_mnist.py`.",
         "",

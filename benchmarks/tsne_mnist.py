@@ -213,20 +213,29 @@ def _cells(s: dict) -> list[str]:
             fmt(s.get("other_cores")), f"{s['ratio']:.2f}×" if s.get("ratio") else "—"]
 
 
-def render(rows: list[dict], n: int, n_features: int) -> str:
-    summaries = summarize(rows)
+def report_header(title: str, script: str, rows: list[dict], n: int,
+                  n_features: int) -> list[str]:
+    """Title, machine, library versions (of all runs), data, date and command of a report."""
     versions: dict[str, str] = {}
     for r in rows:
         versions |= r.get("versions", {})
-    parts = [
-        "# t-SNE on MNIST: unimap vs openTSNE vs scikit-learn",
+    return [
+        f"# {title}",
         "",
         f"- Machine: {machine_description()}",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())),
         f"- Data: MNIST, first {n:,} rows × {n_features} features (float32)",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-        f"- Command: `{shlex.join(['python', 'benchmarks/tsne_mnist.py', *sys.argv[1:]])}`",
+        f"- Command: `{shlex.join(['python', f'benchmarks/{script}', *sys.argv[1:]])}`",
         "",
+    ]
+
+
+def render(rows: list[dict], n: int, n_features: int) -> str:
+    summaries = summarize(rows)
+    parts = [
+        *report_header("t-SNE on MNIST: unimap vs openTSNE vs scikit-learn", "tsne_mnist.py",
+                       rows, n, n_features),
         "Fresh process per run; `total s` = import + fit; `cold`: unimap's numba cache deleted "
         "first. 10-NN acc: leave-one-out, all points. recall@15: exact input-space 15-NN kept "
         "in the embedding's 15-NN, 5,000-point sample. KL (common P): every embedding scored "
