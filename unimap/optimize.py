@@ -126,19 +126,20 @@ def umap_sgd(
             threads.end_epoch()
             if callback is not None:
                 callback(epoch, emb)
-    if relabel is not None:
-        unordered = np.empty_like(emb)
-        unordered[relabel] = emb
-        emb = unordered
-    return emb
+    return emb if relabel is None else _in_input_order(emb, relabel)
 
 
-def _in_original_order(callback: Callable[[int, np.ndarray], None], order: np.ndarray):
+def _in_input_order(emb: np.ndarray, relabel: np.ndarray) -> np.ndarray:
+    """Rows of an embedding whose row ``r`` is input point ``relabel[r]``, in input order."""
+    unordered = np.empty_like(emb)
+    unordered[relabel] = emb
+    return unordered
+
+
+def _in_original_order(callback: Callable[[int, np.ndarray], None], relabel: np.ndarray):
     """Wrap ``callback`` so that it sees the rows of a relabelled embedding in input order."""
     def wrapped(epoch: int, emb: np.ndarray) -> None:
-        unordered = np.empty_like(emb)
-        unordered[order] = emb
-        callback(epoch, unordered)
+        callback(epoch, _in_input_order(emb, relabel))
 
     return wrapped
 
