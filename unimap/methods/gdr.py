@@ -67,8 +67,8 @@ _TSNE_EPOCHS = 750
 _TSNE_EE_ITER = 250
 _TSNE_NEGATIVES = 1.0
 _TSNE_MOMENTUM = 0.8
-_TSNE_LR_PER_POINT = 2.0  # lr = max(2n/E, 400): eight times t-SNE's "auto" (see _resolve)
-_TSNE_MIN_LR = 400.0
+_TSNE_LR_PER_POINT = 2.0  # lr = max(2n/E, 200) (see the learning_rate parameter)
+_TSNE_MIN_LR = 200.0
 _TSNE_DECAY_FRACTION = 1.0 / 3.0  # the step decays linearly to 0 over the last third
 _TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
 
@@ -107,8 +107,9 @@ class GDR:
         normalized, 750 (as t-SNE).
     learning_rate : float, optional
         Not normalized: initial step, decayed linearly to 0; default 0.1. Normalized: default
-        ``max(2n / early_exaggeration, 400)``, eight times t-SNE's "auto" rule (in the units of
-        the gradient with its factor 4): the sampled repulsion does better with larger steps.
+        ``max(2n / early_exaggeration, 200)``: above 1,200 points eight times t-SNE's "auto"
+        rule (in the units of the gradient with its factor 4), as the sampled repulsion does
+        better with larger steps.
         In the normalized mode the step decays linearly to 0 over the last third of the
         epochs (after early exaggeration), which lets the noise of the samples settle.
     early_exaggeration : float, default=12.0
