@@ -68,13 +68,17 @@ def _arpack_largest(adjacency, k, degrees, seed):
     """Largest ``k`` eigenpairs by ARPACK; a small Krylov space first, a large one on failure.
 
     On MNIST-70k 16 Lanczos vectors converge in 0.5 s where umap-learn's sqrt(n) = 264 take
-    2.5 s for the same eigenvectors (correlation > 0.9999 with a tol=1e-8 reference).
+    2.5 s for the same eigenvectors (correlation > 0.9999 with a tol=1e-8 reference). The
+    matrix and vectors are float32: single-precision ARPACK halves the memory traffic of the
+    matvecs, 0.39 → 0.22 s on MNIST-70k for eigenvectors that correlate 0.99998 with the
+    double-precision ones (tol=1e-4 is far above float32's rounding).
     """
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
     n = adjacency.shape[0]
     rng = np.random.default_rng(seed)
-    v0 = np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)
+    adjacency = adjacency.astype(np.float32)
+    v0 = (np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)).astype(np.float32)
     small = min(n - 1, max(2 * k + 1, 16))
     large = min(n - 1, max(2 * k + 1, int(np.sqrt(n))))
     try:
