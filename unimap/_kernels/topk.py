@@ -60,28 +60,32 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
     """Exact squared euclidean distances from queries to their candidate rows of ``data``;
     write the ``k`` nearest (sorted).
 
-    Row ``r`` of ``candidates`` belongs to query ``query_rows[r]``, whose results go to that
-    row of the outputs; candidate ``c`` is row ``id_map[c]`` of ``data``, and ``c < 0``
-    (missing) is skipped. The indirection lets the caller process queries in any order
-    without copying them.
+    ``candidates`` has shape (n_parts, n_queries, n_cand): the ids found in each of
+    ``n_parts`` interleaved parts of the data. Row ``r`` belongs to query ``query_rows[r]``,
+    whose results go to that row of the outputs; candidate ``c`` of part ``p`` is row
+    ``id_map[c * n_parts + p]`` of ``data``, and ``c < 0`` (missing) is skipped. The
+    indirections let the caller pass the raw per-part search results and process queries in
+    any order without copying them.
     """
-    n_queries, n_cand = candidates.shape
+    n_parts, n_queries, n_cand = candidates.shape
     dim = data.shape[1]
     for r in numba.prange(n_queries):
         q = query_rows[r]
         best_d = np.full(k, np.inf, dtype=np.float32)
         best_i = np.full(k, -1, dtype=np.int64)
         worst = np.float32(np.inf)
-        for c in range(n_cand):
-            if candidates[r, c] < 0:
-                continue
-            j = id_map[candidates[r, c]]
-            acc = np.float32(0.0)
-            for f in range(dim):
-                diff = queries[q, f] - data[j, f]
-                acc += diff * diff
-            if acc < worst:
-                worst = _insert_sorted(best_d, best_i, acc, j)
+        for p in range(n_parts):
+            for c in range(n_cand):
+                local = candidates[p, r, c]
+                if local < 0:
+                    continue
+                j = id_map[local * n_parts + p]
+                acc = np.float32(0.0)
+                for f in range(dim):
+                    diff = queries[q, f] - data[j, f]
+                    acc += diff * diff
+                if acc < worst:
+                    worst = _insert_sorted(best_d, best_i, acc, j)
         for m in range(k):
             out_idx[q, m] = best_i[m]
             out_dist[q, m] = best_d[m]
