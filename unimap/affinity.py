@@ -81,8 +81,9 @@ def fuzzy_union(directed: sp.csr_matrix, set_op_mix_ratio: float = 1.0) -> sp.cs
     transpose = directed.T.tocsr()
     product = directed.multiply(transpose).tocsr()
     union = directed + transpose - product
-    result = set_op_mix_ratio * union + (1.0 - set_op_mix_ratio) * product
-    result = sp.csr_matrix(result, dtype=np.float32)
+    if set_op_mix_ratio != 1.0:  # the default 1 skips three passes over the edges
+        union = set_op_mix_ratio * union + (1.0 - set_op_mix_ratio) * product
+    result = sp.csr_matrix(union, dtype=np.float32)
     result.eliminate_zeros()
     result.sort_indices()
     return result
