@@ -67,7 +67,7 @@ _TSNE_EPOCHS = 750
 _TSNE_EE_ITER = 250
 _TSNE_NEGATIVES = 1.0
 _TSNE_MOMENTUM = 0.8
-_TSNE_LR_PER_POINT = 2.0  # lr = max(2n/E, 200) (see the learning_rate parameter)
+_TSNE_LR_PER_POINT = 2.0  # lr = max(2n/E · min(1, S/120), 200) (see _sampled_step)
 _TSNE_MIN_LR = 200.0
 _TSNE_REF_SAMPLES = 120.0  # samples per row above which the step is not shrunk (_sampled_step)
 _TSNE_DECAY_FRACTION = 1.0 / 3.0  # the step decays linearly to 0 over the last third
