@@ -1,13 +1,10 @@
 import gzip
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from unimap.datasets import load_builtin, load_digits, load_mnist, make_blobs, read_idx
-
-SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "mnist"
 
 
 def _write_idx(path, array, type_code=0x08):
@@ -37,9 +34,8 @@ def test_read_idx_rejects_bad_files(tmp_path):
         read_idx(tmp_path / "short")
 
 
-@pytest.mark.skipif(not SHARED_MNIST.is_dir(), reason="shared MNIST folder not present")
-def test_load_mnist_from_shared():
-    X, y = load_mnist(SHARED_MNIST, subset="test", download=False)
+def test_load_mnist_from_shared(mnist_test_set):
+    X, y = mnist_test_set
     assert X.shape == (10_000, 784) and X.dtype == np.float32
     assert y.shape == (10_000,) and set(np.unique(y)) == set(range(10))
     assert X.min() == 0 and X.max() == 255

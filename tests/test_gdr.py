@@ -10,7 +10,6 @@ its job.
 """
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ import scipy.sparse as sp
 
 from unimap import GDR
 from unimap._kernels.gdr import n_samples_of_row, tsne_forces, umap_epoch
-from unimap.datasets import load_mnist
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 
 f32 = np.float32
@@ -291,17 +289,13 @@ def test_fitted_attributes(umap_like, tsne_like):
     assert t.z_ > 0
 
 
-SHARED_MNIST = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "mnist"
-
-
-@pytest.mark.skipif(not SHARED_MNIST.is_dir(), reason="shared MNIST folder not present")
-def test_normalized_small_perplexity_keeps_the_clusters():
+def test_normalized_small_perplexity_keeps_the_clusters(mnist_test_set):
     # Perplexity 5 draws ~22 samples per row, each repelling with weight (n - 1)/22. At the
     # step tuned for perplexity 30 (~130 samples) their kicks broke MNIST's clusters apart
     # (10-NN accuracy 0.46 on these 3,000 test images, seeds 0 and 1; 0.39 on 10,000 training
     # images, 0.66 on 70,000); the step shrunk in proportion keeps them (0.872/0.881 here;
     # perplexity 30: 0.893/0.889). 0.8 separates the two with room for seeds and platforms.
-    X, y = load_mnist(SHARED_MNIST, subset="test", download=False)
+    X, y = mnist_test_set
     X, y = X[:3000], y[:3000]
     model = GDR(normalized=True, perplexity=5, random_state=0).fit(X)
     assert model.learning_rate_ < 2 * 3000 / 12
