@@ -15,7 +15,7 @@ Backends (``method``):
   fastest choice for small data.
 - ``"hnsw"``: faiss HNSW graphs (``pip install unimap[faiss]``) of two halves of the data,
   built side by side on a 50-dimensional PCA projection; 2 x 35 candidates re-ranked by exact
-  full-space distances: recall@15 ≈ 0.99 on MNIST-70k in ~2.5 s on 2 cores; the default for
+  full-space distances: recall@15 ≈ 0.99 on MNIST-70k in ~2.2 s on 2 cores; the default for
   large data, chosen by measurement (``benchmarks/knn_candidates.py``).
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
@@ -428,10 +428,10 @@ def _build_hnsw(points: np.ndarray):
 HNSW_PCA_DIM = 50
 HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
 HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
-HNSW_CANDIDATES_PER_PART = 35  # 2 x 35: recall@15 0.9888 on MNIST-70k (2 x 30: 0.9848)
+HNSW_CANDIDATES_PER_PART = 35  # 2 x 35: recall@15 0.9887 on MNIST-70k (2 x 30: 0.9847)
 HNSW_M = 16
-# efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking the 60
-# candidates unchanged (0.9885 both).
+# efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking unchanged
+# (0.9885 both; measured with the former single graph and its 60 candidates).
 HNSW_EF_CONSTRUCTION = 20
 
 
