@@ -167,6 +167,33 @@ def _sq_dist(Y, i, j):
     return d2
 
 
+_SHARED_KEY = np.uint64(0x5AD5)  # separates the shared samples' keys from the per-row ones
+
+
+@numba.njit(inline="always", cache=True)
+def shared_sample_count(nnz, n, n_negatives):
+    """``M = max(1, round(m·nnz/n))``: as many as a row draws on average with per-row samples."""
+    s = np.int64(n_negatives * nnz / n + 0.5)
+    return s if s > 0 else np.int64(1)
+
+
+@numba.njit(cache=True)
+def draw_shared_samples(Y, n_samples, epoch_hash):
+    """The epoch's shared samples: indices ``k_s = bounded(hash(hash(epoch_hash, key), s), n)``
+    (uniform over all n points) and their positions, shape (dim, M), one row per coordinate
+    so that the loop over samples runs over contiguous memory."""
+    n, dim = Y.shape
+    ks = np.empty(n_samples, np.int64)
+    positions = np.empty((dim, n_samples), np.float32)
+    h = hash_combine(epoch_hash, _SHARED_KEY)
+    for s in range(n_samples):
+        k = bounded(hash_combine(h, s), n)
+        ks[s] = k
+        for c in range(dim):
+            positions[c, s] = Y[k, c]
+    return ks, positions
+
+
 # -- unnormalized mode -------------------------------------------------------------------------
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _umap_attract_2d(Y, y0, y1, indptr, indices, data, i, a, b):
@@ -387,10 +414,47 @@ def _tsne_far_2d(Y, y0, y1, k, a, b, marks):
     return w, coef * d0, coef * d1
 
 
-@numba.njit(cache=True, fastmath=True)
-def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks):
-    n = Y.shape[0]
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _tsne_shared_far_2d(y0, y1, i, shared_k, positions, keep, marks, a, b):
+    """``(Σ w, Σ w g d0, Σ w g d1)`` over the shared samples, the point itself and its
+    neighbours counting 0. The weights are gathered first so that the sum over the samples
+    runs branch-free over contiguous positions (it vectorizes)."""
+    for s in range(shared_k.shape[0]):
+        k = shared_k[s]
+        keep[s] = np.float32(1 - marks[k]) * np.float32(k != i)
+    p0 = positions[0]
+    p1 = positions[1]
+    z = np.float32(0.0)
+    r0 = np.float32(0.0)
+    r1 = np.float32(0.0)
+    if b == _ONE:  # w = 1/(1 + a u), g = a w; u = 0 needs no branch (its d is 0)
+        for s in range(shared_k.shape[0]):
+            d0 = y0 - p0[s]
+            d1 = y1 - p1[s]
+            q = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
+            w = keep[s] * q
+            z += w
+            coef = a * w * q
+            r0 += coef * d0
+            r1 += coef * d1
+    else:
+        for s in range(shared_k.shape[0]):
+            d0 = y0 - p0[s]
+            d1 = y1 - p1[s]
+            w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+            w = keep[s] * w
+            z += w
+            coef = w * g
+            r0 += coef * d0
+            r1 += coef * d1
+    return z, r0, r1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                          attr_scale, a, b, marks):
+    """``A[i]`` ← attraction; returns ``(y0, y1, n0, n1, z_near)``: the point, its exact
+    near-field repulsion and ``Σ w`` over its neighbours (marked in ``marks``)."""
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1, n0, n1, z_near = _tsne_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks)
@@ -402,6 +466,17 @@ def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
         f1 += g1
     A[i, 0] = f0
     A[i, 1] = f1
+    return y0, y1, n0, n1, z_near
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
+def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
+                 positions, keep):
+    n = Y.shape[0]
+    y0, y1, n0, n1, z_near = _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr,
+                                                   t_indices, t_data, use_t, attr_scale, a, b,
+                                                   marks)
     z = np.float32(0.0)
     r0 = np.float32(0.0)
     r1 = np.float32(0.0)
@@ -414,6 +489,9 @@ def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
                 r0 += g0
                 r1 += g1
         scale = np.float32(1.0)
+    elif shared_k.shape[0] > 0:
+        z, r0, r1 = _tsne_shared_far_2d(y0, y1, i, shared_k, positions, keep, marks, a, b)
+        scale = np.float32(n / shared_k.shape[0])
     else:
         for r in range(n_full + 1):
             stop = base + (span if r < n_full else rest)
@@ -451,9 +529,10 @@ def _tsne_repel_nd(Y, R, i, k, a, b, weight):
     return w
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, error_model="numpy")
 def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks):
+                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
+                 positions):
     n, dim = Y.shape
     for c in range(dim):
         A[i, c] = 0.0
@@ -467,7 +546,13 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
         if j != i:
             marks[j] = 1
     n_full, rest, base, span = _sample_layout(indptr, i, n_negatives)
-    scale = np.float32(1.0) if exhaustive else np.float32((n - 1) / (n_full * span + rest))
+    n_shared = shared_k.shape[0]
+    if exhaustive:
+        scale = np.float32(1.0)
+    elif n_shared > 0:
+        scale = np.float32(n / n_shared)
+    else:
+        scale = np.float32((n - 1) / (n_full * span + rest))
     inv = _ONE / scale
     for e in range(indptr[i], indptr[i + 1]):
         j = indices[e]
@@ -478,6 +563,19 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
         for k in range(n):
             if k != i:
                 z += _tsne_repel_nd(Y, R, i, k, a, b, np.float32(1 - marks[k]))
+    elif n_shared > 0:
+        for s in range(n_shared):
+            k = shared_k[s]
+            u = np.float32(0.0)
+            for c in range(dim):
+                diff = Y[i, c] - positions[c, s]
+                u += diff * diff
+            w, g = tsne_kernel(u, a, b)
+            w *= np.float32(1 - marks[k]) * np.float32(k != i)
+            z += w
+            coef = w * g
+            for c in range(dim):
+                R[i, c] += coef * (Y[i, c] - positions[c, s])
     else:
         for r in range(n_full + 1):
             stop = base + (span if r < n_full else rest)
@@ -491,7 +589,7 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
 
 
 def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-                attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
+                attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
     """Normalized-mode forces: ``A`` ← attraction, ``R`` ← repulsion estimate, ``z_rows`` ←
     per-row estimates of ``Σ_{k≠i} w_ik`` (see the module docstring); the caller forms
     ``4(E·A − γ·R/Σz)``.
@@ -506,41 +604,49 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
         or empty.
     attr_scale : float32; n_negatives : float64; a, b : float32; seed : uint64;
     epoch : int64; exhaustive : bool.
+    shared : bool
+        Draw ``M = shared_sample_count(nnz, n, n_negatives)`` samples for the epoch and use
+        them for every row (see the module docstring) instead of each row's own samples.
     """
     kernel = _tsne_forces_2d if Y.shape[1] == 2 else _tsne_forces_nd
     kernel(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-           attr_scale, n_negatives, a, b, seed, epoch, exhaustive)
+           attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
     n = Y.shape[0]
     n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
+    n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
+    shared_k, positions = draw_shared_samples(Y, n_shared, epoch_hash)
     for block in numba.prange(n_blocks):
         row_marks = all_marks[block]
+        keep = np.empty(n_shared, np.float32)
         for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
             z_rows[i] = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
                                      t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks)
+                                     exhaustive, row_marks, shared_k, positions, keep)
             for e in range(indptr[i], indptr[i + 1]):
                 row_marks[indices[e]] = 0
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _tsne_forces_nd(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive):
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
     n = Y.shape[0]
     n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
+    n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
+    shared_k, positions = draw_shared_samples(Y, n_shared, epoch_hash)
     for block in numba.prange(n_blocks):
         row_marks = all_marks[block]
         for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
             z_rows[i] = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
                                      t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks)
+                                     exhaustive, row_marks, shared_k, positions)
             for e in range(indptr[i], indptr[i + 1]):
                 row_marks[indices[e]] = 0

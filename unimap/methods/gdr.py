@@ -65,11 +65,17 @@ _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
 _TSNE_EPOCHS = 750
 _TSNE_EE_ITER = 250
-_TSNE_NEGATIVES = 1.0
+_TSNE_NEGATIVES = 1.0  # per-row samples
+_TSNE_SHARED_NEGATIVES = 4.0  # shared samples: M ≈ 520 per epoch at perplexity 30 on MNIST
 _TSNE_MOMENTUM = 0.8
-_TSNE_LR_PER_POINT = 2.0  # lr = max(2n/E · min(1, S/120), 200) (see _sampled_step)
+# Default steps (see _normalized_steps). Per-row samples: max(2n/E · min(1, S/120), 200) in
+# both phases. Shared samples: t-SNE's "auto" rule max(n/(4E), 50), E = 12 and then 1, times
+# min(1, M/500).
+_TSNE_LR_PER_POINT = 2.0
 _TSNE_MIN_LR = 200.0
-_TSNE_REF_SAMPLES = 120.0  # samples per row above which the step is not shrunk (_sampled_step)
+_TSNE_REF_SAMPLES = 120.0
+_TSNE_SHARED_MIN_LR = 50.0
+_TSNE_SHARED_REF_SAMPLES = 500.0
 _TSNE_DECAY_FRACTION = 1.0 / 3.0  # the step decays linearly to 0 over the last third
 _TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
 
@@ -211,6 +217,7 @@ class GDR:
         a: float | None = None,
         b: float | None = None,
         n_negatives: float | None = None,
+        shared_negatives: bool | None = None,
         n_epochs: int | None = None,
         learning_rate: float | None = None,
         early_exaggeration: float = 12.0,
@@ -235,6 +242,7 @@ class GDR:
         self.a = a
         self.b = b
         self.n_negatives = n_negatives
+        self.shared_negatives = shared_negatives
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.early_exaggeration = early_exaggeration
@@ -268,7 +276,7 @@ class GDR:
                 self.graph_ = self._affinities(knn_idx, knn_dist, n)
                 self.mean_weight_ = float(self.graph_.data.mean()) if self.graph_.nnz else 0.0
                 if self.learning_rate_ is None:
-                    self.learning_rate_ = self._sampled_step(n)
+                    self.early_learning_rate_, self.learning_rate_ = self._normalized_steps(n)
             with clock.phase("init", lambda: self.init_info_["method"]):
                 init = self._initialize(X, seed)
             with clock.phase("optimize", lambda: f"{self.n_epochs_} epochs"):
@@ -358,16 +366,22 @@ class GDR:
             self.n_epochs_ = _TSNE_EPOCHS
         else:
             self.n_epochs_ = _UMAP_EPOCHS_SMALL if n <= _SMALL else _UMAP_EPOCHS
-        default_neg = _TSNE_NEGATIVES if normalized else _UMAP_NEGATIVES
+        self.shared_negatives_ = (normalized if self.shared_negatives is None
+                                  else bool(self.shared_negatives))
+        if not normalized:
+            default_neg = _UMAP_NEGATIVES
+        else:
+            default_neg = _TSNE_SHARED_NEGATIVES if self.shared_negatives_ else _TSNE_NEGATIVES
         self.n_negatives_ = float(default_neg if self.n_negatives is None else self.n_negatives)
         self.momentum_ = float(self.momentum if self.momentum is not None else (
             _TSNE_MOMENTUM if normalized else _UMAP_MOMENTUM))
         if self.learning_rate is not None:
             self.learning_rate_ = float(self.learning_rate)
         elif normalized:
-            self.learning_rate_ = None  # depends on the graph: set by _sampled_step
+            self.learning_rate_ = None  # depends on the graph: set by _normalized_steps
         else:
             self.learning_rate_ = _UMAP_LR
+        self.early_learning_rate_ = self.learning_rate_
         if normalized:
             ee = _TSNE_EE_ITER if self.early_exaggeration_iter is None else (
                 self.early_exaggeration_iter)
@@ -384,18 +398,31 @@ class GDR:
             self.init_ = "pca" if normalized and self.metric != "precomputed" else "spectral"
         self.z_ = None
 
-    def _sampled_step(self, n: int) -> float:
-        """Default step of the normalized mode: ``max(2n/E · min(1, S/S_ref), 200)``.
+    def _normalized_steps(self, n: int) -> tuple[float, float]:
+        """Default steps of the normalized mode, during and after early exaggeration.
 
-        One uniform sample that lands close to its row's point repels it with the weight
-        ``(n − 1)/S`` (S samples per row), so the rare kick it gives grows as S shrinks.
-        Scaling the step by ``S/S_ref`` keeps that kick at the size the step was tuned at
-        (perplexity 30: S ≈ 130 on MNIST); without it, perplexity 5 (S ≈ 22) broke MNIST-70k's
-        clusters apart (10-NN accuracy 0.66-0.89 instead of 0.969).
+        A uniform sample that lands close to a point repels it with the weight ``n/S`` (S
+        samples per row), so the rare kick it gives grows as S shrinks; the step shrinks in
+        proportion below the S it was tuned at, which keeps that kick's size.
+
+        - Shared samples (S = M per epoch): t-SNE's "auto" rule ``max(n/(4E), 50)`` with E the
+          exaggeration of the phase (openTSNE's, in the units of the gradient with its factor
+          4), times ``min(1, M/500)``. Perplexity 30 on MNIST-70k has M ≈ 520; perplexity 5
+          (M ≈ 88) at the full step scattered the clusters (10-NN accuracy 0.64; 0.89 at
+          ``M/120``), at ``M/500`` it reaches 0.971.
+        - Per-row samples: ``max(2n/E · min(1, S/120), 200)`` in both phases (S ≈ 130 at
+          perplexity 30 on MNIST); without the factor perplexity 5 (S ≈ 22) broke MNIST-70k's
+          clusters apart (10-NN accuracy 0.66-0.89 instead of 0.969).
         """
         samples = self.n_negatives_ * self.graph_.nnz / n
+        if self.shared_negatives_:
+            shrink = min(1.0, samples / _TSNE_SHARED_REF_SAMPLES)
+            late = max(n / 4.0 * shrink, _TSNE_SHARED_MIN_LR)
+            early = max(n / (4.0 * self.early_exaggeration) * shrink, _TSNE_SHARED_MIN_LR)
+            return early, late
         shrink = min(1.0, samples / _TSNE_REF_SAMPLES)
-        return max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
+        step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
+        return step, step
 
     def _effective_n_neighbors(self, n: int) -> int:
         if self.n_neighbors > n:
@@ -538,12 +565,12 @@ class GDR:
         for epoch in range(n_epochs):
             threads.start_epoch(epoch)
             early = epoch < n_early
-            rate = self.learning_rate_
+            rate = self.early_learning_rate_ if early else self.learning_rate_
             if epoch >= decay_start:
                 rate *= 1.0 - (epoch - decay_start) / (n_epochs - decay_start)
             tsne_forces(Y, A, R, z_rows, marks, indptr, indices, data, t_indptr, t_indices,
                         t_data, f32(scale), self.n_negatives_, a, b, np.uint64(seed),
-                        np.int64(epoch), False)
+                        np.int64(epoch), False, self.shared_negatives_)
             z = float(z_rows.sum())
             inv_z[0] = gamma / z
             gradient_step(Y, A, R, inv_z, self.early_exaggeration if early else 1.0, update,
@@ -575,6 +602,13 @@ class GDR:
             raise ValueError("a and b must be given together (or both left as None)")
         if self.n_negatives is not None:
             check_float(self.n_negatives, "n_negatives", 0.0, low_inclusive=False)
+        if self.shared_negatives is not None:
+            check_bool(self.shared_negatives, "shared_negatives")
+            if self.shared_negatives and not self.normalized:
+                raise ValueError(
+                    "shared_negatives=True needs normalized=True: the unnormalized mode draws "
+                    "its negative samples per edge"
+                )
         if self.n_epochs is not None:
             check_int(self.n_epochs, "n_epochs", 1)
         if self.learning_rate is not None:
