@@ -54,6 +54,20 @@ def test_quiet_machine_keeps_threads_after_cheap_first_epochs():
     assert threads.single_epochs == used.count(1)
 
 
+def test_more_work_per_epoch_keeps_threads():
+    # GDR's normalized mode: early exaggeration draws fewer samples, so its epochs are twice
+    # as fast as the later ones; threads stay faster than one throughout. One losing probe at
+    # the change, then threads again (the former rule probed every other epoch after it).
+    def two_phases(epoch, n_threads):
+        work = 1.0 if epoch < 80 else 2.0
+        return work * (0.016 if n_threads > 1 else 0.032)
+
+    clock = FakeClock()
+    used = run_epochs(AdaptiveThreads(2, clock=clock), clock, two_phases)
+    assert used[:80].count(1) == 0
+    assert used[80:].count(1) <= 1
+
+
 def test_busy_machine_switches_to_one_thread():
     # From epoch 50 on, another program makes threaded epochs 5x slower than one thread.
     def busy(epoch, n_threads):
