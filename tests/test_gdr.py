@@ -356,7 +356,8 @@ def test_unnormalized_variants(blobs, params):
 @pytest.mark.parametrize(
     "params",
     [dict(symmetrization="umap"), dict(symmetric_attraction=True), dict(a=1.577, b=0.895),
-     dict(init="random"), dict(init="spectral"), dict(n_components=3), dict(n_negatives=3)],
+     dict(init="random"), dict(init="spectral"), dict(n_components=3), dict(n_negatives=3),
+     dict(shared_negatives=False), dict(shared_negatives=False, n_components=3)],
 )
 def test_normalized_variants(blobs, params):
     X, y = blobs
@@ -409,6 +410,8 @@ def test_bad_input(bad, error, match):
         ({"a": 1.0}, "a and b must be given together"),
         ({"a": -1.0, "b": 1.0}, "a must be"),
         ({"n_negatives": 0}, "n_negatives must be"),
+        ({"shared_negatives": "yes"}, "shared_negatives must be True or False"),
+        ({"shared_negatives": True}, "shared_negatives=True needs normalized=True"),
         ({"n_epochs": 0}, "n_epochs must be in"),
         ({"n_epochs": 2.5}, "n_epochs must be an integer"),
         ({"learning_rate": 0.0}, "learning_rate must be"),

@@ -40,6 +40,8 @@ CONFIGS = [
      lambda: unimap.GDR(normalized=True, symmetric_attraction=True, random_state=0)),
     ("GDR(normalized) + UMAP symmetrisation",
      lambda: unimap.GDR(normalized=True, symmetrization="umap", random_state=0)),
+    ("GDR(normalized), per-row negative samples",
+     lambda: unimap.GDR(normalized=True, shared_negatives=False, random_state=0)),
     ("GDR(normalized=True) — t-SNE-like", lambda: unimap.GDR(normalized=True, random_state=0)),
     ("unimap.TSNE (reference)", lambda: unimap.TSNE(random_state=0)),
 ]

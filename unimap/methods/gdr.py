@@ -190,34 +190,44 @@ class GDR:
     trustworthiness and 15-NN recall against ``unimap.UMAP`` / ``unimap.TSNE``). On MNIST-20k
     (2 cores) the unnormalized mode matches UMAP's trustworthiness and 15-NN recall and comes
     within 0.2-0.3 points of its 10-NN accuracy in a quarter of UMAP's optimization time
-    (0.5 s against 1.9 s). The normalized mode (5.9 s against t-SNE's 15 s) comes within
-    0.3-0.5 points of t-SNE's 10-NN accuracy and one point of its trustworthiness, but its
-    15-NN recall is lower (0.30 against 0.39): the uniform samples estimate the within-cluster
-    repulsion with noise that an exact repulsion (tested: recall 0.45 = t-SNE's on MNIST-5k)
-    does not have; ``n_negatives=3`` recovers part of it (0.33) at 1.5 times the time.
+    (0.5 s against 1.9 s). The normalized mode with per-row samples and its former step
+    (5.9 s against t-SNE's 15 s) came within 0.3-0.5 points of t-SNE's 10-NN accuracy and
+    one point of its trustworthiness, but its 15-NN recall was lower (0.30 against 0.39): the
+    uniform samples estimate the within-cluster repulsion with noise that an exact repulsion
+    (tested: recall 0.45 = t-SNE's on MNIST-5k) does not have; ``n_negatives=3`` recovered
+    part of it (0.33) at 1.5 times the time.
 
-    The normalized mode's twice larger step with its decay over the last third raised 15-NN
-    recall from 0.30 to 0.35 on MNIST-20k and from 0.164 to 0.225 on MNIST-70k (openTSNE:
-    0.348), at equal 10-NN accuracy. Measured and not taken on MNIST-70k: stratifying the
-    samples along a Z-order curve of the embedding (0.171 without the decay), an exact
-    repulsion from the 64 points around each one on that curve (0.229, 1.9 times the time),
-    momentum 0.9 (0.170), three samples per edge (0.211 at the former step, 1.8 times the time).
+    The normalized mode draws shared samples (``shared_negatives``): one set of M per
+    epoch for all rows. Each row's estimate is as noisy as with its own samples, but the
+    noise is common to neighbouring points, so the far field pushes a neighbourhood as a
+    whole instead of shuffling it. MNIST-70k, optimization alone on one 91-NN graph, seed 0:
 
-    The step shrinks with the samples per row S (see ``learning_rate``): a sample that lands
-    near its row's point repels it with weight ``(n − 1)/S``, and these rare, large kicks grow
-    as S falls. At the full step perplexity 5 (S ≈ 22 on MNIST-70k) scattered the clusters
-    (10-NN accuracy 0.66; 0.39 on MNIST-10k); shrunk, it reaches 0.969 on MNIST-70k (recall
-    0.194; with ``n_negatives=2`` 0.969 and 0.224 in a third of perplexity 30's optimization
-    time). At perplexity 30 (S ≈ 130) nothing changes. Splitting the step between the phases
-    (t-SNE's ``n/48`` during early exaggeration, ``n/6`` or ``n/4`` after) did not raise
-    perplexity 30's recall (0.227-0.231).
+    - ~130 samples per row (the former default), step ``2n/12`` decaying over the last third:
+      15-NN recall 0.225, 10-NN accuracy 0.9708, 20 s;
+    - M = 130 shared, same step: 0.245; M = 520: 0.260; M = 520 stratified along a Z-order
+      curve: 0.261 (no gain from covering the embedding evenly);
+    - with t-SNE's steps (``n/48``, then ``n/4``, decaying): M = 130 0.243 (accuracy 0.966),
+      M = 520 0.278/0.282 (seeds 0/1, accuracy 0.972, 20.5 s), M = 780 0.283, M = 1040
+      0.285 (29 s); openTSNE 0.348; 600 instead of 750 epochs: 0.270;
+    - per-row samples with the same steps: 0.231 (130 per row), 0.271 (780 per row, 62 s).
 
-    What limits the normalized mode's recall on MNIST-70k (0.225 against openTSNE's 0.348) is
-    the noise of the samples beyond the nearest points, with the step schedule it forces:
-    an exact repulsion from all points within 0.3-0.5 of each one (a uniform grid rebuilt
-    every epoch, 1.7-2 times the time) left recall at 0.219-0.228; six samples per edge
-    raised it to 0.251 at the default step and to 0.271 with t-SNE's steps (``n/48``, then
-    ``n/4``) and the decay, in three times the time.
+    Full pipeline, fresh process: 26.9 s, recall 0.280, accuracy 0.972 (per-row default:
+    22.1 s, 0.225, 0.971; the row kernels now run 25% faster than before, compiled without
+    Python's division checks). During early exaggeration E times fewer shared samples do as
+    well (M = 32 or 130 instead of 520: recall 0.281/0.279) in 15% less time.
+
+    The step shrinks with the samples (see ``learning_rate``): a sample that lands near a
+    point repels it with weight ``n/S``, and these rare, large kicks grow as S falls. At the
+    full step perplexity 5 scattered MNIST-70k's clusters (10-NN accuracy 0.66 per row with
+    S ≈ 22, 0.64 shared with M ≈ 88; 0.89 at ``M/120``); shrunk, it reaches 0.969 per row
+    and 0.971 shared (recall 0.249, 4 s of optimization). With M = 520 shared samples and the
+    full steps perplexity 5 reaches recall 0.305 in 11.7 s.
+
+    Measured and not taken (per-row samples, MNIST-70k): an exact repulsion from all points
+    within 0.3-0.5 of each one (a uniform grid rebuilt every epoch, 1.7-2 times the time)
+    left recall at 0.219-0.228; an exact repulsion from the 64 points around each one on a
+    Z-order curve 0.229 (1.9 times the time); momentum 0.9 0.170. The noise that limits recall
+    is in the mid-field, which is why sharing the samples, not refining the near field, helps.
     """
 
     def __init__(
