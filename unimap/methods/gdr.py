@@ -4,7 +4,8 @@ neighbours (:mod:`unimap.neighbors`) → P (:mod:`unimap.affinity`: UMAP's fuzzy
 t-SNE's perplexity-calibrated P normalised to sum 1) → initialization
 (:mod:`unimap.initialization`) → full-batch epochs over the CSR edge list
 (:mod:`unimap._kernels.gdr`): per edge one attraction and ``n_negatives`` uniform negative
-samples; every force of an epoch is computed from the same positions and applied at once.
+samples (in the normalized mode one set per epoch, shared by all rows); every force of an epoch
+is computed from the same positions and applied at once.
 
 ``normalized=False`` gives UMAP-like embeddings (fuzzy cross-entropy with the ``1 − p_ik`` of
 the repulsion replaced by the mean edge weight p̄, linearly decaying step, clipping).
