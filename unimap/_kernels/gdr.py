@@ -79,8 +79,8 @@ is common to neighbouring points: the samples' far field pushes a neighbourhood 
 barely moves its points against each other, which is what 15-NN recall measures (MNIST-70k:
 0.278-0.282 over seeds with M ≈ 520 and t-SNE's steps, against 0.225 with ~130 samples per
 row and 0.271 with ~780 per row and the same steps, in three times the time). The positions
-of the M samples are read from one small contiguous array, and the sum over them vectorizes,
-so a shared sample costs a fraction of a per-row one.
+of the M samples are read from one small contiguous array, so a shared sample costs less than
+a per-row one's random read.
 
 ``exhaustive=True`` replaces the samples by all ``k ≠ i`` with the expected weight
 (``ρ_w·S_i/(n−1)``, resp. 1): the exact force, for tests on small problems.
@@ -430,7 +430,7 @@ def _tsne_far_2d(Y, y0, y1, k, a, b, marks):
 def _tsne_shared_far_2d(y0, y1, i, shared_k, positions, keep, marks, a, b):
     """``(Σ w, Σ w g d0, Σ w g d1)`` over the shared samples, the point itself and its
     neighbours counting 0. The weights are gathered first so that the sum over the samples
-    runs branch-free over contiguous positions (it vectorizes)."""
+    runs branch-free over contiguous positions."""
     for s in range(shared_k.shape[0]):
         k = shared_k[s]
         keep[s] = np.float32(1 - marks[k]) * np.float32(k != i)
@@ -481,7 +481,7 @@ def _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr, t_indices, t
     return y0, y1, n0, n1, z_near
 
 
-@numba.njit(cache=True, fastmath=True, error_model="numpy")
+@numba.njit(cache=True, fastmath=True)
 def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                  attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
                  positions, keep):
@@ -541,7 +541,7 @@ def _tsne_repel_nd(Y, R, i, k, a, b, weight):
     return w
 
 
-@numba.njit(cache=True, fastmath=True, error_model="numpy")
+@numba.njit(cache=True, fastmath=True)
 def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                  attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
                  positions):

@@ -69,11 +69,11 @@ _TSNE_EE_ITER = 250
 _TSNE_NEGATIVES = 1.0  # per-row samples
 _TSNE_SHARED_NEGATIVES = 4.0  # shared samples: M ≈ 520 per epoch at perplexity 30 on MNIST
 _TSNE_MOMENTUM = 0.8
-# Default steps (see _normalized_steps). Per-row samples: max(2n/E · min(1, S/120), 200) in
+# Default steps (see _normalized_steps). Per-row samples: max(2n/E · min(1, S/120), 50) in
 # both phases. Shared samples: t-SNE's "auto" rule max(n/(4E), 50), E = 12 and then 1, times
 # min(1, M/500).
 _TSNE_LR_PER_POINT = 2.0
-_TSNE_MIN_LR = 200.0
+_TSNE_MIN_LR = 50.0
 _TSNE_REF_SAMPLES = 120.0
 _TSNE_SHARED_MIN_LR = 50.0
 _TSNE_SHARED_REF_SAMPLES = 500.0
@@ -117,7 +117,7 @@ class GDR:
         Normalized mode: draw one set of negative samples per epoch for all rows instead of
         per row. Its noise is common to neighbouring points, so it does not shuffle them
         against each other: 15-NN recall on MNIST-70k 0.28 against 0.225 (openTSNE: 0.348),
-        at 1.6 times the optimization time (see Notes). Default: True when normalized; True
+        at about twice the optimization time (see Notes). Default: True when normalized; True
         with ``normalized=False`` is an error (that mode samples per edge, as UMAP).
     n_epochs : int, optional
         Default: not normalized, 500 for up to 10,000 points, else 200 (as UMAP);
@@ -129,7 +129,7 @@ class GDR:
         - shared samples: t-SNE's "auto" rule (openTSNE's, in the units of the gradient with
           its factor 4) ``max(n / (4E), 50)``, E = ``early_exaggeration`` during early
           exaggeration and 1 after, times ``min(1, M/500)``;
-        - per-row samples: ``max(2n / early_exaggeration · min(1, S/120), 200)`` in both
+        - per-row samples: ``max(2n / early_exaggeration · min(1, S/120), 50)`` in both
           phases, S the mean samples per row (about 130 at perplexity 30).
 
         Fewer samples (smaller perplexity or ``n_negatives``) give a proportionally smaller
@@ -212,10 +212,12 @@ class GDR:
       0.285 (29 s); openTSNE 0.348; 600 instead of 750 epochs: 0.270;
     - per-row samples with the same steps: 0.231 (130 per row), 0.271 (780 per row, 62 s).
 
-    Full pipeline, fresh process: 26.9 s, recall 0.280, accuracy 0.972 (per-row default:
-    22.1 s, 0.225, 0.971; the row kernels now run 25% faster than before, compiled without
-    Python's division checks). During early exaggeration E times fewer shared samples do as
-    well (M = 32 or 130 instead of 520: recall 0.281/0.279) in 15% less time.
+    Full pipeline, fresh process: 43.9 s, recall 0.278, accuracy 0.972 (per-row: 27 s,
+    0.225, 0.971). Compiling the row kernels with ``error_model="numpy"`` made the sample
+    loops vectorize (27.5 s), but then a first run (compiling) and later runs (cache) gave
+    different embeddings for the same seed, so it was reverted. During early exaggeration E
+    times fewer shared samples do as well (M = 32 or 130 instead of 520: recall
+    0.281/0.279) in 15% less time.
 
     The step shrinks with the samples (see ``learning_rate``): a sample that lands near a
     point repels it with weight ``n/S``, and these rare, large kicks grow as S falls. At the
@@ -438,9 +440,11 @@ class GDR:
           4), times ``min(1, M/500)``. Perplexity 30 on MNIST-70k has M ≈ 520; perplexity 5
           (M ≈ 88) at the full step scattered the clusters (10-NN accuracy 0.64; 0.89 at
           ``M/120``), at ``M/500`` it reaches 0.971.
-        - Per-row samples: ``max(2n/E · min(1, S/120), 200)`` in both phases (S ≈ 130 at
+        - Per-row samples: ``max(2n/E · min(1, S/120), 50)`` in both phases (S ≈ 130 at
           perplexity 30 on MNIST); without the factor perplexity 5 (S ≈ 22) broke MNIST-70k's
-          clusters apart (10-NN accuracy 0.66-0.89 instead of 0.969).
+          clusters apart (10-NN accuracy 0.66-0.89 instead of 0.969). The floor was 200 until
+          the per-row variant on 300 blobs (step 200 at n = 300) split a cluster (10-NN
+          accuracy 0.867) after a change of rounding; 50 is t-SNE's floor.
         """
         samples = self.n_negatives_ * self.graph_.nnz / n
         if self.shared_negatives_:
