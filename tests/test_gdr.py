@@ -220,9 +220,9 @@ def test_negative_samples_exclude_the_point_and_cover_the_others():
 @pytest.mark.parametrize("dim", [2, 3])
 def test_shared_samples_skip_the_point_and_its_neighbours(dim):
     # Shared samples are uniform over all n points; the row's own point and its neighbours
-    # (already exact in the near field) count 0. Without edges every other point is far, and
-    # the estimate, averaged over epochs, is the exact one; with all points neighbours the far
-    # field is empty and only the exact near field is left, in every epoch.
+    # (already exact in the near field) count 0. With all points neighbours the far field is
+    # empty, so every epoch's estimate is the exact near field, whichever points were drawn.
+    # (Unbiasedness with a far field: test_z_estimate_is_unbiased and the repulsion test.)
     rng = np.random.default_rng(2)
     Y = rng.normal(size=(5, dim))
     full = sp.csr_matrix(np.ones((5, 5), np.float32) - np.eye(5, dtype=np.float32))

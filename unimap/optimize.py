@@ -185,7 +185,8 @@ class AdaptiveThreads:
     times fewer samples during early exaggeration), so the reference is measured anew from
     the next ``window`` threaded epochs.
     (Without this, every other epoch after early exaggeration was a losing probe on one
-    thread: 47 ms per MNIST-70k epoch instead of 32.)
+    thread: 47 ms per MNIST-70k epoch instead of 32, measured with a since-reverted faster
+    build of GDR's kernel; the probes cost the same share with the current one.)
 
     (A first version compared with the single fastest epoch, which was UMAP's nearly empty
     epoch 0: every later epoch looked slow, and on a quiet 2-core machine half of the 200

@@ -543,8 +543,7 @@ def _tsne_repel_nd(Y, R, i, k, a, b, weight):
 
 @numba.njit(cache=True, fastmath=True)
 def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
-                 positions):
+                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k):
     n, dim = Y.shape
     for c in range(dim):
         A[i, c] = 0.0
@@ -575,19 +574,10 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
         for k in range(n):
             if k != i:
                 z += _tsne_repel_nd(Y, R, i, k, a, b, np.float32(1 - marks[k]))
-    elif n_shared > 0:
+    elif n_shared > 0:  # read from Y: only the 2-D loop gains from the contiguous copy
         for s in range(n_shared):
             k = shared_k[s]
-            u = np.float32(0.0)
-            for c in range(dim):
-                diff = Y[i, c] - positions[c, s]
-                u += diff * diff
-            w, g = tsne_kernel(u, a, b)
-            w *= np.float32(1 - marks[k]) * np.float32(k != i)
-            z += w
-            coef = w * g
-            for c in range(dim):
-                R[i, c] += coef * (Y[i, c] - positions[c, s])
+            z += _tsne_repel_nd(Y, R, i, k, a, b, np.float32(1 - marks[k]) * np.float32(k != i))
     else:
         for r in range(n_full + 1):
             stop = base + (span if r < n_full else rest)
@@ -653,12 +643,12 @@ def _tsne_forces_nd(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr,
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
     n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
-    shared_k, positions = draw_shared_samples(Y, n_shared, epoch_hash)
+    shared_k = draw_shared_samples(Y, n_shared, epoch_hash)[0]
     for block in numba.prange(n_blocks):
         row_marks = all_marks[block]
         for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
             z_rows[i] = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
                                      t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks, shared_k, positions)
+                                     exhaustive, row_marks, shared_k)
             for e in range(indptr[i], indptr[i + 1]):
                 row_marks[indices[e]] = 0

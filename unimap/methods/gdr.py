@@ -73,9 +73,8 @@ _TSNE_MOMENTUM = 0.8
 # both phases. Shared samples: t-SNE's "auto" rule max(n/(4E), 50), E = 12 and then 1, times
 # min(1, M/500).
 _TSNE_LR_PER_POINT = 2.0
-_TSNE_MIN_LR = 50.0
+_TSNE_MIN_LR = 50.0  # t-SNE's floor, both sampling schemes
 _TSNE_REF_SAMPLES = 120.0
-_TSNE_SHARED_MIN_LR = 50.0
 _TSNE_SHARED_REF_SAMPLES = 500.0
 _TSNE_DECAY_FRACTION = 1.0 / 3.0  # the step decays linearly to 0 over the last third
 _TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
@@ -449,8 +448,8 @@ class GDR:
         samples = self.n_negatives_ * self.graph_.nnz / n
         if self.shared_negatives_:
             shrink = min(1.0, samples / _TSNE_SHARED_REF_SAMPLES)
-            late = max(n / 4.0 * shrink, _TSNE_SHARED_MIN_LR)
-            early = max(n / (4.0 * self.early_exaggeration) * shrink, _TSNE_SHARED_MIN_LR)
+            late = max(n / 4.0 * shrink, _TSNE_MIN_LR)
+            early = max(n / (4.0 * self.early_exaggeration) * shrink, _TSNE_MIN_LR)
             return early, late
         shrink = min(1.0, samples / _TSNE_REF_SAMPLES)
         step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
