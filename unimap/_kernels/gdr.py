@@ -192,18 +192,21 @@ def shared_sample_count(nnz, n, n_negatives):
 @numba.njit(cache=True)
 def draw_shared_samples(Y, n_samples, epoch_hash):
     """The epoch's shared samples: indices ``k_s = bounded(hash(hash(epoch_hash, key), s), n)``
-    (uniform over all n points) and their positions, shape (dim, M), one row per coordinate
-    so that the loop over samples runs over contiguous memory."""
+    (uniform over all n points), their positions, shape (dim, M), one row per coordinate so
+    that the loop over samples runs over contiguous memory, and ``hits``, shape (n,): how
+    often each point was drawn."""
     n, dim = Y.shape
     ks = np.empty(n_samples, np.int64)
     positions = np.empty((dim, n_samples), np.float32)
+    hits = np.zeros(n, np.int32)
     h = hash_combine(epoch_hash, _SHARED_KEY)
     for s in range(n_samples):
         k = bounded(hash_combine(h, s), n)
         ks[s] = k
+        hits[k] += 1
         for c in range(dim):
             positions[c, s] = Y[k, c]
-    return ks, positions
+    return ks, positions, hits
 
 
 # -- unnormalized mode -------------------------------------------------------------------------
@@ -426,40 +429,103 @@ def _tsne_far_2d(Y, y0, y1, k, a, b, marks):
     return w, coef * d0, coef * d1
 
 
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_shared_far_2d(y0, y1, i, shared_k, positions, keep, marks, a, b):
-    """``(Σ w, Σ w g d0, Σ w g d1)`` over the shared samples, the point itself and its
-    neighbours counting 0. The weights are gathered first so that the sum over the samples
-    runs branch-free over contiguous positions."""
-    for s in range(shared_k.shape[0]):
-        k = shared_k[s]
-        keep[s] = np.float32(1 - marks[k]) * np.float32(k != i)
+_TILE = 16  # rows per shared-sample tile: the lanes of the vectorized loop
+
+# Fast-math without reassociation: the tile loop's lanes are rows, each summing its samples in
+# order, so the result does not depend on the vector width or unrolling LLVM picks. (A sum
+# over the samples inside one row vectorizes only by reassociating it, and the in-process JIT
+# and the disk cache's copy of a caller reassociated it differently: first and later runs gave
+# different embeddings for one seed.)
+_LANE_MATH = {"nnan", "ninf", "nsz", "arcp", "contract", "afn"}
+
+
+@numba.njit(cache=True, fastmath=_LANE_MATH, error_model="numpy")
+def _shared_far_tile_2d(tile, positions, a, b):
+    """``tile[2:5, t]`` ← ``Σ_s (w, w g d0, w g d1)`` between the point ``tile[0:2, t]`` and
+    every shared sample (its own point and its neighbours included: the caller subtracts
+    them). ``error_model="numpy"``: Python's zero-division check would stop the vectorizer."""
+    ty0 = tile[0]
+    ty1 = tile[1]
+    tz = tile[2]
+    tr0 = tile[3]
+    tr1 = tile[4]
+    for t in range(_TILE):
+        tz[t] = 0.0
+        tr0[t] = 0.0
+        tr1[t] = 0.0
     p0 = positions[0]
     p1 = positions[1]
-    z = np.float32(0.0)
-    r0 = np.float32(0.0)
-    r1 = np.float32(0.0)
     if b == _ONE:  # w = 1/(1 + a u), g = a w; u = 0 needs no branch (its d is 0)
-        for s in range(shared_k.shape[0]):
-            d0 = y0 - p0[s]
-            d1 = y1 - p1[s]
-            q = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
-            w = keep[s] * q
-            z += w
-            coef = a * w * q
-            r0 += coef * d0
-            r1 += coef * d1
+        for s in range(p0.shape[0]):
+            q0 = p0[s]
+            q1 = p1[s]
+            for t in range(_TILE):
+                d0 = ty0[t] - q0
+                d1 = ty1[t] - q1
+                w = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
+                tz[t] += w
+                coef = a * w * w
+                tr0[t] += coef * d0
+                tr1[t] += coef * d1
     else:
-        for s in range(shared_k.shape[0]):
-            d0 = y0 - p0[s]
-            d1 = y1 - p1[s]
-            w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
-            w = keep[s] * w
-            z += w
-            coef = w * g
-            r0 += coef * d0
-            r1 += coef * d1
-    return z, r0, r1
+        for s in range(p0.shape[0]):
+            q0 = p0[s]
+            q1 = p1[s]
+            for t in range(_TILE):
+                d0 = ty0[t] - q0
+                d1 = ty1[t] - q1
+                w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+                tz[t] += w
+                coef = w * g
+                tr0[t] += coef * d0
+                tr1[t] += coef * d1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                        attr_scale, a, b, hits, z_all, r0_all, r1_all, scale):
+    """Row i with shared samples whose sums over all samples are ``(z_all, r0_all, r1_all)``:
+    ``A[i]`` ← attraction, ``R[i]`` ← repulsion; returns ``z_i``. The samples that hit the
+    point itself (w = 1, d = 0) or a neighbour (exact in the near field) are subtracted."""
+    y0 = Y[i, 0]
+    y1 = Y[i, 1]
+    f0 = np.float32(0.0)
+    f1 = np.float32(0.0)
+    n0 = np.float32(0.0)
+    n1 = np.float32(0.0)
+    z_near = np.float32(0.0)
+    hit_z = np.float32(hits[i])
+    hit_r0 = np.float32(0.0)
+    hit_r1 = np.float32(0.0)
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        if j == i:
+            continue
+        d0 = y0 - Y[j, 0]
+        d1 = y1 - Y[j, 1]
+        w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+        pg = data[e] * g
+        wg = w * g
+        f0 += pg * d0
+        f1 += pg * d1
+        z_near += w
+        n0 += wg * d0
+        n1 += wg * d1
+        c = np.float32(hits[j])
+        hit_z += c * w
+        hit_r0 += c * wg * d0
+        hit_r1 += c * wg * d1
+    f0 *= attr_scale
+    f1 *= attr_scale
+    if use_t:
+        g0, g1 = _tsne_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
+        f0 += g0
+        f1 += g1
+    A[i, 0] = f0
+    A[i, 1] = f1
+    R[i, 0] = n0 + (r0_all - hit_r0) * scale
+    R[i, 1] = n1 + (r1_all - hit_r1) * scale
+    return z_near + (z_all - hit_z) * scale
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
@@ -483,8 +549,7 @@ def _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr, t_indices, t
 
 @numba.njit(cache=True, fastmath=True)
 def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks, shared_k,
-                 positions, keep):
+                 attr_scale, n_negatives, a, b, epoch_hash, exhaustive, marks):
     n = Y.shape[0]
     y0, y1, n0, n1, z_near = _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr,
                                                    t_indices, t_data, use_t, attr_scale, a, b,
@@ -501,9 +566,6 @@ def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
                 r0 += g0
                 r1 += g1
         scale = np.float32(1.0)
-    elif shared_k.shape[0] > 0:
-        z, r0, r1 = _tsne_shared_far_2d(y0, y1, i, shared_k, positions, keep, marks, a, b)
-        scale = np.float32(n / shared_k.shape[0])
     else:
         for r in range(n_full + 1):
             stop = base + (span if r < n_full else rest)
@@ -622,15 +684,34 @@ def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr,
     n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
+    shared = shared and not exhaustive
     n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
-    shared_k, positions = draw_shared_samples(Y, n_shared, epoch_hash)
+    positions, hits = draw_shared_samples(Y, n_shared, epoch_hash)[1:]
+    scale = np.float32(n / max(n_shared, 1))
     for block in numba.prange(n_blocks):
+        lo = block * n // n_blocks
+        hi = (block + 1) * n // n_blocks
+        if shared:
+            tile = np.empty((5, _TILE), np.float32)
+            for start in range(lo, hi, _TILE):
+                stop = min(start + _TILE, hi)
+                for t in range(_TILE):  # a short last tile repeats its last row
+                    k = min(start + t, stop - 1)
+                    tile[0, t] = Y[k, 0]
+                    tile[1, t] = Y[k, 1]
+                _shared_far_tile_2d(tile, positions, a, b)
+                for i in range(start, stop):
+                    t = i - start
+                    z_rows[i] = _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data,
+                                                    t_indptr, t_indices, t_data, use_t,
+                                                    attr_scale, a, b, hits, tile[2, t],
+                                                    tile[3, t], tile[4, t], scale)
+            continue
         row_marks = all_marks[block]
-        keep = np.empty(n_shared, np.float32)
-        for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
+        for i in range(lo, hi):
             z_rows[i] = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
                                      t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks, shared_k, positions, keep)
+                                     exhaustive, row_marks)
             for e in range(indptr[i], indptr[i + 1]):
                 row_marks[indices[e]] = 0
 
