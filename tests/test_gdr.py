@@ -565,3 +565,57 @@ def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
             assert all(np.isfinite(v) for v in values), (b, u, values)
         rep0 = coefficients(f32(0.0), f32(1.6), f32(b))[0]
         np.testing.assert_allclose(rep0, 2 * b / 1e-3, rtol=1e-3)
+
+
+_FIRST_AND_CACHED_SCRIPT = """
+import sys
+import numpy as np
+import scipy.sparse as sp
+from unimap._kernels.gdr import tsne_forces, umap_epoch
+
+f32 = np.float32
+rng = np.random.default_rng(0)
+n = 1500
+Y = (rng.standard_normal((n, 2)) * 5).astype(np.float32)
+P = sp.random(n, n, density=0.01, random_state=1, format="csr", dtype=np.float32)
+P = (P + P.T).tocsr()
+csr = (P.indptr.astype(np.int64), P.indices.astype(np.int32), P.data.astype(np.float32))
+empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+out = {}
+for shared, m in [(True, 4.0), (False, 1.0)]:
+    for b in [1.0, 0.8]:
+        A, R, z = np.empty_like(Y), np.empty_like(Y), np.empty(n)
+        tsne_forces(Y, A, R, z, np.zeros((4, n), np.uint8), *csr, *empty, f32(1), m, f32(1.3),
+                    f32(b), np.uint64(0), np.int64(3), False, shared)
+        out[f"tsne_{shared}_{b}"] = np.concatenate([A.ravel(), R.ravel(), z])
+F, Y_out, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
+umap_epoch(Y, Y_out, F, V, *csr, *empty, f32(1), 1.0, f32(0.1), f32(1.577), f32(0.895),
+           f32(1e-3), f32(4), f32(1), f32(0.5), np.uint64(0), np.int64(3), False)
+out["umap"] = np.concatenate([F.ravel(), Y_out.ravel()])
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_first_and_cached_runs_agree(tmp_path):
+    # A user's first run compiles the kernels, later runs load them from numba's disk cache:
+    # both must give the same bits. They did not when a sum inside a row was vectorized (LLVM
+    # reassociates it, and the JIT's and the cache's copy of a caller did so differently).
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "forces.py"
+    script.write_text(_FIRST_AND_CACHED_SCRIPT)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NUMBA_DEBUG_CACHE="1")
+    logs = []
+    for run in ("first", "cached"):
+        done = subprocess.run([sys.executable, str(script), str(tmp_path / f"{run}.npz")],
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        logs.append(done.stdout + done.stderr)
+    for kernel in ("_tsne_forces_2d", "_umap_epoch_2d"):
+        assert "data saved to" in logs[0] and kernel in logs[0]
+        assert f"{kernel}-" in logs[1] and "data saved" not in logs[1]  # loaded, not compiled
+    first, cached = np.load(tmp_path / "first.npz"), np.load(tmp_path / "cached.npz")
+    for key in first.files:
+        np.testing.assert_array_equal(first[key], cached[key], err_msg=key)
