@@ -435,6 +435,21 @@ def _tsne_far_2d(Y, y0, y1, k, a, b, marks):
     return w, coef * d0, coef * d1
 
 
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
+                         attr_scale, a, b):
+    """``A[i]`` ← ``attr_scale·(f0, f1)`` plus, with symmetric attraction, the pull along the
+    edges where i is the tail (row i of Pᵀ)."""
+    f0 *= attr_scale
+    f1 *= attr_scale
+    if use_t:
+        g0, g1 = _tsne_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
+        f0 += g0
+        f1 += g1
+    A[i, 0] = f0
+    A[i, 1] = f1
+
+
 _TILE = 16  # rows per shared-sample tile: the lanes of the vectorized loop
 
 # Fast-math without reassociation: the tile loop's lanes are rows, each summing its samples in
@@ -521,14 +536,8 @@ def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, 
         hit_z += c * w
         hit_r0 += c * wg * d0
         hit_r1 += c * wg * d1
-    f0 *= attr_scale
-    f1 *= attr_scale
-    if use_t:
-        g0, g1 = _tsne_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
-        f0 += g0
-        f1 += g1
-    A[i, 0] = f0
-    A[i, 1] = f1
+    _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
+                         attr_scale, a, b)
     R[i, 0] = n0 + (r0_all - hit_r0) * scale
     R[i, 1] = n1 + (r1_all - hit_r1) * scale
     return z_near + (z_all - hit_z) * scale
@@ -542,14 +551,8 @@ def _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr, t_indices, t
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1, n0, n1, z_near = _tsne_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks)
-    f0 *= attr_scale
-    f1 *= attr_scale
-    if use_t:
-        g0, g1 = _tsne_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
-        f0 += g0
-        f1 += g1
-    A[i, 0] = f0
-    A[i, 1] = f1
+    _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
+                         attr_scale, a, b)
     return y0, y1, n0, n1, z_near
 
 
