@@ -697,11 +697,16 @@ def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr,
     n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
     positions, hits = draw_shared_samples(Y, n_shared, epoch_hash)[1:]
     scale = np.float32(n / max(n_shared, 1))
+    # One tile per block, allocated here: rows 0-4 are used, row 5 keeps blocks' tiles 64
+    # bytes apart, so two threads never write to one cache line. (Tiles allocated inside the
+    # loop sometimes came from one cache line: on 2 threads the far field then ran at half the
+    # speed of one, in some processes and not others, depending on where malloc put them.)
+    tiles = np.empty((n_blocks if shared else 0, 6, _TILE), np.float32)
     for block in numba.prange(n_blocks):
         lo = block * n // n_blocks
         hi = (block + 1) * n // n_blocks
         if shared:
-            tile = np.empty((5, _TILE), np.float32)
+            tile = tiles[block]
             for start in range(lo, hi, _TILE):
                 stop = min(start + _TILE, hi)
                 for t in range(_TILE):  # a short last tile repeats its last row
