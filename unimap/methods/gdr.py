@@ -41,6 +41,7 @@ from unimap._validation import (
 )
 from unimap.methods._base import PhaseTimer, check_transform_width
 from unimap.neighbors import METHODS, METRICS, NeighborIndex
+from unimap.ordering import morton_order
 
 __all__ = ["GDR"]
 
@@ -539,10 +540,13 @@ class GDR:
             return ini.rescale_to_std(Y, _TSNE_INIT_STD)
         return ini.rescale_to_box(Y, 10.0)
 
-    def _edge_arrays(self):
+    def _edge_arrays(self, order: np.ndarray | None = None):
         """CSR arrays of P (and of Pᵀ when symmetric attraction needs it) and the factor on
-        the row attraction."""
+        the row attraction; with ``order``, of ``P[order][:, order]`` (points relabelled)."""
         P = self.graph_
+        if order is not None:
+            P = P[order][:, order]
+            P.sort_indices()
         indptr = P.indptr.astype(np.int64)
         indices = P.indices.astype(np.int32)
         data = P.data.astype(np.float32)
@@ -585,9 +589,15 @@ class GDR:
         from unimap._kernels.gdr import tsne_forces
         from unimap._kernels.tsne_gd import gradient_step
 
-        (indptr, indices, data), (t_indptr, t_indices, t_data), scale = self._edge_arrays()
+        # Relabel the points along a Z-order curve of their initial positions: a row's
+        # neighbours then lie close in memory, and the near field, whose cost is the random
+        # reads of the neighbours' positions, reads them from cache. MNIST-70k (perplexity 30,
+        # 9.1M edges): optimization 18.9 -> 14.6 s. The order depends on the initialization
+        # only, so the result still does not depend on the thread count.
+        order = morton_order(init, n_dims=min(3, init.shape[1]), bits=16)
+        (indptr, indices, data), (t_indptr, t_indices, t_data), scale = self._edge_arrays(order)
         f32 = np.float32
-        Y = np.array(init, dtype=np.float32, order="C")
+        Y = np.array(init[order], dtype=np.float32, order="C")
         A = np.empty_like(Y)
         R = np.empty_like(Y)
         update = np.zeros_like(Y)
@@ -625,7 +635,9 @@ class GDR:
             if epoch % _CENTER_EVERY == 0:
                 Y -= Y.mean(axis=0)
         self.z_ = z
-        return Y - Y.mean(axis=0)
+        embedding = np.empty_like(Y)
+        embedding[order] = Y - Y.mean(axis=0)
+        return embedding
 
     # -- checks ------------------------------------------------------------------------------
     def _check_params(self) -> None:
