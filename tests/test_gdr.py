@@ -304,11 +304,11 @@ def test_fitted_attributes(umap_like, tsne_like):
     assert t.graph_.sum() == pytest.approx(1.0, rel=1e-4)
     assert (t.a_, t.b_) == (1.0, 1.0) and not t.symmetric_attraction_
     assert t.symmetrization_ == "tsne" and t.init_info_["method"] == "pca"
-    assert t.perplexity_ == 30.0 and t.n_neighbors_ == 91
-    assert t.shared_negatives_ and not m.shared_negatives_ and t.n_negatives_ == 4.0
-    shared_samples = 4 * t.graph_.nnz / 1797  # M, the samples of an epoch
-    assert 400 < shared_samples < 500  # so the steps are shrunk a little
-    assert t.learning_rate_ == pytest.approx(1797 / 4 * shared_samples / 500)
+    assert t.perplexity_ == 10.0 and t.n_neighbors_ == 31
+    assert t.shared_negatives_ and not m.shared_negatives_ and m.n_negatives_ == 1.0
+    shared_samples = t.n_negatives_ * t.graph_.nnz / 1797  # M, the samples of an epoch
+    assert shared_samples == pytest.approx(1000) and t.n_negatives is None
+    assert t.learning_rate_ == 1797 / 4  # M > 500: t-SNE's step, not shrunk
     assert t.early_learning_rate_ == max(t.learning_rate_ / 12, 50.0)  # the floor, here
     assert m.early_learning_rate_ == m.learning_rate_
     assert m.learning_rate_ == 0.1 and m.n_epochs_ == 500
@@ -324,8 +324,10 @@ def test_normalized_small_perplexity_keeps_the_clusters(mnist_test_set, shared):
     # proportion keeps them: 0.950/0.950 (shared, seeds 0/1), 0.949/0.947 (per row). 0.9
     # separates the two with room for seeds and platforms; the kick grows with n (weight n/M
     # times a step ∝ n), so fewer points would not show the failure (3,000: 0.87 unshrunk).
+    # (The shared default draws M = 1000 at any perplexity: M ≈ 88 needs n_negatives=4.)
     X, y = mnist_test_set
-    model = GDR(normalized=True, perplexity=5, shared_negatives=shared, random_state=0).fit(X)
+    model = GDR(normalized=True, perplexity=5, shared_negatives=shared,
+                n_negatives=4.0 if shared else None, random_state=0).fit(X)
     assert model.learning_rate_ < len(X) / 4
     assert knn_accuracy_loo(model.embedding_, y, 10) > 0.9
 
@@ -437,9 +439,9 @@ def test_small_n_warns_and_records():
         E = m.fit_transform(X)
     assert m.n_neighbors_ == 6 and m.n_neighbors == 15 and np.isfinite(E).all()
     t = GDR(normalized=True, random_state=0)
-    with pytest.warns(UserWarning, match="perplexity=30"):
+    with pytest.warns(UserWarning, match="perplexity=10"):
         E = t.fit_transform(X)
-    assert t.perplexity_ < 30 and t.perplexity == 30 and np.isfinite(E).all()
+    assert t.perplexity_ < 10 and t.perplexity == 10 and np.isfinite(E).all()
 
 
 @pytest.mark.parametrize("normalized", [False, True])

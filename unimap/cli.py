@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--n-neighbors", type=int, help="umap, gdr (default 15)")
     embed.add_argument("--n-components", type=int, default=2)
     embed.add_argument("--min-dist", type=float, help="umap, gdr (default 0.1)")
-    embed.add_argument("--perplexity", type=float, help="tsne, gdr-tsne (default 30)")
+    embed.add_argument("--perplexity", type=float, help="tsne (default 30), gdr-tsne (default 10)")
     embed.add_argument("--metric", help="all but pca (default euclidean)")
     embed.add_argument("--n-epochs", type=int, help="epochs (umap, gdr, gdr-tsne) or "
                        "iterations (tsne); default: the method's")
