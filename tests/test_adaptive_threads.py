@@ -82,6 +82,20 @@ def test_busy_machine_switches_to_one_thread():
     assert used[50:].count(1) > 0.8 * 150
 
 
+def test_one_slow_epoch_keeps_threads():
+    # A threaded epoch stalled to 3x now and then (another program woke up for a moment):
+    # one thread (1.8x slower than threads) beats that epoch but not the usual ones, so
+    # nothing is switched. (The former rule probed after the stall and, as the probe beat
+    # the stalled epoch, ran the next 20 epochs on one thread, each time.)
+    def stalls(epoch, n_threads):
+        stall = 3.0 if epoch in (40, 90, 140) and n_threads > 1 else 1.0
+        return stall * (0.023 if n_threads > 1 else 0.042)
+
+    clock = FakeClock()
+    used = run_epochs(AdaptiveThreads(2, clock=clock), clock, stalls)
+    assert used.count(1) == 0
+
+
 def test_single_thread_setting_never_probes():
     clock = FakeClock()
     used = run_epochs(AdaptiveThreads(1, clock=clock), clock, umap_like)

@@ -176,10 +176,16 @@ class AdaptiveThreads:
     On a quiet machine nothing is probed. The reference is the lowest median of ``window``
     consecutive threaded epochs seen after the first ``warmup`` epochs (UMAP samples few
     edges in its first epochs, so early epochs are no reference; a median, so that one
-    fast or slow epoch is no reference either). Only when a threaded epoch takes
-    ``slow_factor`` times the reference is the next epoch timed on one thread; one thread is
-    then kept for ``period`` epochs if it beat the threaded epoch that triggered the probe,
-    after which threads are tried again.
+    fast or slow epoch is no reference either). Only when the median of the last
+    ``confirm`` threaded epochs takes ``slow_factor`` times the reference is the next epoch
+    timed on one thread; one thread is then kept for ``period`` epochs if it beat that
+    median, after which threads are tried again.
+
+    A median, not the last epoch, because one slow epoch is no evidence of a busy machine.
+    (The first version probed after any slow epoch and kept one thread if it beat that
+    epoch: a one-off stall of the threads, common on a shared machine, then cost ``period``
+    epochs at half speed: GDR's normalized mode on MNIST-70k ran 21-24 of its 750 epochs on
+    one thread in each of four runs on a quiet machine, about 0.2 s.)
 
     When the probe loses, the work per epoch may have grown (GDR's normalized mode draws 12
     times fewer samples during early exaggeration), so the reference is measured anew from
@@ -194,7 +200,7 @@ class AdaptiveThreads:
     """
 
     def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5,
-                 warmup: int = 10, window: int = 5,
+                 warmup: int = 10, window: int = 5, confirm: int = 3,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         import numba
 
@@ -204,6 +210,7 @@ class AdaptiveThreads:
         self.slow_factor = slow_factor
         self.warmup = warmup
         self.window = window
+        self.confirm = min(confirm, window)
         self._clock = clock
         self._recent: list[float] = []
         self._reference = np.inf
@@ -230,10 +237,14 @@ class AdaptiveThreads:
             if self._epoch < self.warmup or len(self._recent) < self.window:
                 return
             self._reference = min(self._reference, float(np.median(self._recent)))
-            if elapsed > self.slow_factor * self._reference:
+            if self._latest() > self.slow_factor * self._reference:
                 self._next = 1  # probe one thread next epoch
-        elif self._recent and elapsed < self._recent[-1]:
+        elif self._recent and elapsed < self._latest():
             self._single_until = self._epoch + 1 + self.period
         else:  # threads won: their epochs may be longer because the work grew; measure anew
             self._recent = []
             self._reference = np.inf
+
+    def _latest(self) -> float:
+        """Median of the last ``confirm`` threaded epochs."""
+        return float(np.median(self._recent[-self.confirm:]))
