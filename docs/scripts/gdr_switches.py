@@ -42,6 +42,8 @@ CONFIGS = [
      lambda: unimap.GDR(normalized=True, symmetrization="umap", random_state=0)),
     ("GDR(normalized), per-row negative samples",
      lambda: unimap.GDR(normalized=True, shared_negatives=False, random_state=0)),
+    ("GDR(normalized), perplexity 30 (t-SNE's)",
+     lambda: unimap.GDR(normalized=True, perplexity=30, random_state=0)),
     ("GDR(normalized=True) — t-SNE-like", lambda: unimap.GDR(normalized=True, random_state=0)),
     ("unimap.TSNE (reference)", lambda: unimap.TSNE(random_state=0)),
 ]
