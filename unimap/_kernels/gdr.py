@@ -84,7 +84,8 @@ In 2-D the sums over the samples run 16 rows at a time against the samples' posi
 small contiguous array, the rows being the lanes of the vectorized loop, and the samples that
 hit the point itself or one of its neighbours are then subtracted (per-epoch hit counts,
 read in the near-field loop). A shared sample costs about a tenth of a per-row sample's random
-read (MNIST-70k epoch with M ≈ 520: 20-23 ms, of which ~17 ms is the exact near field). Each
+read (MNIST-70k epoch at perplexity 30 with M ≈ 520: 20-23 ms, of which ~17 ms is the exact
+near field; at the default perplexity 10 with M = 1000: 9-12 ms). Each
 lane sums its samples in order: a sum vectorized *within* a row is reassociated, and numba's
 in-process JIT and its disk cache did so differently (first and later runs disagreed).
 
