@@ -75,22 +75,21 @@ def _import_opentsne() -> Any:
     return openTSNE.TSNE
 
 
-def _fit_opentsne(TSNE: Any, X: np.ndarray, params: dict) -> tuple[np.ndarray, dict]:
-    embedding = TSNE(n_jobs=-1, random_state=0).fit(X)
-    return np.asarray(embedding), {"kl": float(embedding.kl_divergence)}
+def _opentsne_fit(**options: Any):
+    """A runner's fit: ``openTSNE.TSNE(n_jobs=-1, random_state=0, **options).fit(X)``."""
+    def fit(TSNE: Any, X: np.ndarray, params: dict) -> tuple[np.ndarray, dict]:
+        embedding = TSNE(n_jobs=-1, random_state=0, **options).fit(X)
+        return np.asarray(embedding), {"kl": float(embedding.kl_divergence)}
 
-
-def _fit_opentsne_p10(TSNE: Any, X: np.ndarray, params: dict) -> tuple[np.ndarray, dict]:
-    embedding = TSNE(perplexity=10, n_jobs=-1, random_state=0).fit(X)
-    return np.asarray(embedding), {"kl": float(embedding.kl_divergence)}
+    return fit
 
 
 RUNNERS = {
     "gdr": Runner(_import_unimap, _fit_gdr),
     "gdr-normalized": Runner(_import_unimap, _fit_gdr_normalized),
     "umap-learn": Runner(_import_umap_learn, _fit_umap_learn),
-    "openTSNE": Runner(_import_opentsne, _fit_opentsne),
-    "openTSNE-p10": Runner(_import_opentsne, _fit_opentsne_p10),
+    "openTSNE": Runner(_import_opentsne, _opentsne_fit()),
+    "openTSNE-p10": Runner(_import_opentsne, _opentsne_fit(perplexity=10)),
 }
 
 _HEADERS = ["method", "run", "import s", "fit s", "total s", "CPU s", "Δ MB", "10-NN acc",
