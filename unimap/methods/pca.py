@@ -40,8 +40,9 @@ class PCA:
     n_components : int, default=2
         Number of components to keep (at most ``min(n_samples, n_features)``).
     svd_solver : {"auto", "covariance", "full", "randomized"}, default="auto"
-        ``"auto"`` picks randomized when ``n_components`` is below 10% of
-        ``min(n_samples, n_features)`` and the input has more than 500,000 entries, else
+        ``"auto"`` picks covariance when ``n_features <= 1000`` and ``n_samples`` is at
+        least 10 times that; else randomized when ``n_components`` is below 10% of
+        ``min(n_samples, n_features)`` and the input has more than 500,000 entries; else
         covariance when ``n_features <= 1000``, else full.
     whiten : bool, default=False
         Scale the projections to unit variance.
@@ -152,6 +153,12 @@ class PCA:
     def _choose_solver(self, n: int, d: int, k: int) -> str:
         if self.svd_solver != "auto":
             return self.svd_solver
+        # Many more samples than features: one GEMM of X (compute-bound) beats the randomized
+        # solver's 14 thin passes (memory-bound), as in scikit-learn's rule. 2 components, 2
+        # cores: 70,000 x 784 0.36 s against 0.62 s, 70,000 x 50 0.009 s against 0.13 s;
+        # at 20,000 x 2,000 randomized wins (0.47 s against 0.65 s).
+        if d <= 1000 and n >= 10 * d:
+            return "covariance"
         if k < 0.1 * min(n, d) and n * d > 500_000:
             return "randomized"
         return "covariance" if d <= 1000 else "full"
