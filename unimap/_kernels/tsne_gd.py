@@ -132,24 +132,25 @@ def gradient_step(Y, attr, rep, inv_z, exaggeration, update, gains, momentum, le
     n, dim = Y.shape
     per_row = inv_z.shape[0] > 1
     for i in numba.prange(n):
+        # The gradient is computed twice instead of kept in a per-row array: an allocation
+        # inside the parallel loop costs a malloc per row, and two threads' buffers can share
+        # a cache line (see _tsne_forces_2d's tiles). Same expression, so the same bits.
         scale_z = inv_z[i] if per_row else inv_z[0]
-        grad = np.empty(dim)
         norm2 = 0.0
         for c in range(dim):
             g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
-            grad[c] = g
             norm2 += g * g
+        shrink = 1.0
         if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
             shrink = max_grad_norm / np.sqrt(norm2)
-            for c in range(dim):
-                grad[c] *= shrink
         step2 = 0.0
         for c in range(dim):
-            if (grad[c] > 0.0) != (update[i, c] > 0.0):
+            g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z) * shrink
+            if (g > 0.0) != (update[i, c] > 0.0):
                 gains[i, c] += 0.2
             else:
                 gains[i, c] = max(gains[i, c] * 0.8, min_gain)
-            update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * grad[c]
+            update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * g
             step2 += update[i, c] * update[i, c]
         if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
             shrink = max_step_norm / np.sqrt(step2)
