@@ -247,8 +247,8 @@ class GDR:
     Recall at 50 neighbours and the triplet accuracy (global structure) stay as they were at
     perplexity 30, and trustworthiness@15 (sampled, 3,000 points) rises from 0.988 to 0.990
     (openTSNE 0.993). On smaller data the tighter P costs some mid-scale structure: at
-    10,000 points recall 0.407 against 0.416 and trustworthiness on a 2,000-point sample
-    0.944 against 0.954 (``docs/gdr.md``; the clusters' gaps are narrower); at 20,000 recall
+    10,000 points recall 0.409 against 0.418 and trustworthiness on a 2,000-point sample
+    0.943 against 0.952 (``docs/gdr.md``; the clusters' gaps are narrower); at 20,000 recall
     0.385 against 0.379 with equal sampled trustworthiness (0.9867 against 0.9872). Fewer
     neighbours make the kNN search (31 instead of 91) and the exact near field three times
     cheaper; the freed time buys a less noisy far field.
