@@ -237,14 +237,14 @@ class AdaptiveThreads:
             if self._epoch < self.warmup or len(self._recent) < self.window:
                 return
             self._reference = min(self._reference, float(np.median(self._recent)))
-            if self._latest() > self.slow_factor * self._reference:
+            if self._recent_median() > self.slow_factor * self._reference:
                 self._next = 1  # probe one thread next epoch
-        elif self._recent and elapsed < self._latest():
+        elif self._recent and elapsed < self._recent_median():
             self._single_until = self._epoch + 1 + self.period
         else:  # threads won: their epochs may be longer because the work grew; measure anew
             self._recent = []
             self._reference = np.inf
 
-    def _latest(self) -> float:
+    def _recent_median(self) -> float:
         """Median of the last ``confirm`` threaded epochs."""
         return float(np.median(self._recent[-self.confirm:]))

@@ -335,7 +335,7 @@ class GDR:
                 self.graph_ = self._affinities(knn_idx, knn_dist, n)
                 self.mean_weight_ = float(self.graph_.data.mean()) if self.graph_.nnz else 0.0
                 if self.n_negatives_ is None:
-                    self.n_negatives_ = self._shared_negatives(n)
+                    self.n_negatives_ = self._default_shared_negatives(n)
                 if self.learning_rate_ is None:
                     self.early_learning_rate_, self.learning_rate_ = self._normalized_steps(n)
             with clock.phase("init", lambda: self.init_info_["method"]):
@@ -432,7 +432,7 @@ class GDR:
         if self.n_negatives is not None:
             self.n_negatives_ = float(self.n_negatives)
         elif normalized and self.shared_negatives_:
-            self.n_negatives_ = None  # per edge, from the graph: set by _shared_negatives
+            self.n_negatives_ = None  # per edge, from the graph: set by _default_shared_negatives
         else:
             self.n_negatives_ = _TSNE_NEGATIVES if normalized else _UMAP_NEGATIVES
         self.momentum_ = float(self.momentum if self.momentum is not None else (
@@ -489,7 +489,7 @@ class GDR:
         step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
         return step, step
 
-    def _shared_negatives(self, n: int) -> float:
+    def _default_shared_negatives(self, n: int) -> float:
         """Default samples per edge with shared samples: ``M = 1000`` per epoch, so that the
         far field's cost and noise do not depend on the perplexity (``M = n_negatives·nnz/n``).
         """
