@@ -65,8 +65,8 @@ _UMAP_EPOCHS_SMALL = 500
 _UMAP_LR = 0.1
 _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
-_TSNE_EPOCHS = 750
-_TSNE_EE_ITER = 250
+_TSNE_EPOCHS = 600  # 100 of early exaggeration, then 500 (see Notes)
+_TSNE_EE_ITER = 100
 _TSNE_NEGATIVES = 1.0  # per-row samples
 _TSNE_SHARED_SAMPLES = 1000  # shared samples per epoch, whatever the perplexity (see Notes)
 _TSNE_MOMENTUM = 0.8
@@ -125,7 +125,8 @@ class GDR:
         with ``normalized=False`` is an error (that mode samples per edge, as UMAP).
     n_epochs : int, optional
         Default: not normalized, 500 for up to 10,000 points, else 200 (as UMAP);
-        normalized, 750 (as t-SNE).
+        normalized, 600: 100 of early exaggeration and 500 after it (t-SNE: 250 and 500;
+        see Notes).
     learning_rate : float, optional
         Not normalized: initial step, decayed linearly to 0; default 0.1. Normalized, a given
         value is used in both phases; the default depends on the samples:
@@ -143,7 +144,7 @@ class GDR:
     early_exaggeration : float, default=12.0
         Factor on P during the first ``early_exaggeration_iter`` epochs (normalized).
     early_exaggeration_iter : int, optional
-        Default: 250 (normalized; at most ``n_epochs``). Ignored when not normalized.
+        Default: 100 (normalized; at most ``n_epochs``). Ignored when not normalized.
     momentum : float, optional
         Not normalized: heavy-ball momentum of the step, default 0.5. Normalized: momentum
         after early exaggeration, default 0.8 (0.5 during it, or ``momentum`` if smaller),
@@ -254,6 +255,19 @@ class GDR:
     cheaper; the freed time buys a less noisy far field.
     openTSNE's recall does not move with the perplexity; GDR's sampled repulsion, whose
     step is the same at both, gains from the tighter P.
+
+    Why 100 epochs of early exaggeration (t-SNE's 250). With t-SNE's step ``n/48`` the
+    clusters have formed by then, and what sets the fine structure is the 500 epochs after
+    it: 500 epochs after 250 of exaggeration give recall 0.319, after 100 0.320 and after 50
+    0.321, while 350 after 250 give 0.306 and 250 after 250 0.289 (MNIST-70k, seed 0).
+    The other measures hold or improve (100 against 250: 10-NN accuracy 0.9724 / 0.9723,
+    recall@50 0.306 / 0.305, triplet accuracy 0.623 / 0.622; seeds 0 and 1 on digits and
+    MNIST-10k/20k: accuracy within ±0.003, recall within ±0.002, triplet accuracy
+    +0.005-0.010). The exception is MNIST-5k, 10-NN accuracy 0.935 against 0.939 (both
+    seeds); 50 epochs were not taken for their lower accuracy on MNIST-70k (0.9715). The
+    150 epochs cost 8 ms each (the exact near field does not shrink with the samples): the
+    full pipeline on MNIST-70k takes 9.1-9.3 s instead of 10.3-10.8 s. Per-row samples
+    lose a little (accuracy 0.9697 against 0.9702, recall 0.208 against 0.209).
 
     Measured and not taken (per-row samples, MNIST-70k): an exact repulsion from all points
     within 0.3-0.5 of each one (a uniform grid rebuilt every epoch, 1.7-2 times the time)
