@@ -313,6 +313,8 @@ def test_fitted_attributes(umap_like, tsne_like):
     assert m.early_learning_rate_ == m.learning_rate_
     assert m.learning_rate_ == 0.1 and m.n_epochs_ == 500
     assert t.z_ > 0
+    assert (t.n_epochs_, t.early_exaggeration_iter_) == (600, 100)  # 500 after exaggeration
+    assert t.early_exaggeration_iter is None
 
 
 @pytest.mark.parametrize("shared", [True, False])
