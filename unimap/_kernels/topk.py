@@ -56,19 +56,25 @@ def manhattan_block(A, B, out):
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx, out_dist):
+def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx, out_dist,
+                      out_rows, cand_dist):
     """Exact squared euclidean distances from queries to their candidate rows of ``data``;
     write the ``k`` nearest (sorted).
 
     ``candidates`` has shape (n_parts, n_queries, n_cand): the ids found in each of
     ``n_parts`` interleaved parts of the data. Row ``r`` belongs to query ``query_rows[r]``,
-    whose results go to that row of the outputs; candidate ``c`` of part ``p`` is row
-    ``id_map[c * n_parts + p]`` of ``data``, and ``c < 0`` (missing) is skipped. The
-    indirections let the caller pass the raw per-part search results and process queries in
-    any order without copying them.
+    whose results go to row ``out_rows[r]`` of the outputs; candidate ``c`` of part ``p`` is
+    row ``id_map[c * n_parts + p]`` of ``data`` (its *slot* is ``c * n_parts + p``), and
+    ``c < 0`` (missing) is skipped. The indirections let the caller pass the raw per-part
+    search results and process queries in any order without copying them. A non-empty
+    ``cand_dist``, shape (n_queries, n_parts * n_cand), receives every candidate's distance
+    in row ``r`` (``inf`` where missing), for :func:`add_reverse_candidates`.
     """
     n_parts, n_queries, n_cand = candidates.shape
     dim = data.shape[1]
+    keep = cand_dist.shape[0] > 0
+    if keep:
+        cand_dist[:] = np.inf
     for r in numba.prange(n_queries):
         q = query_rows[r]
         best_d = np.full(k, np.inf, dtype=np.float32)
@@ -84,8 +90,123 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
                 for f in range(dim):
                     diff = queries[q, f] - data[j, f]
                     acc += diff * diff
+                if keep:
+                    cand_dist[r, p * n_cand + c] = acc
                 if acc < worst:
                     worst = _insert_sorted(best_d, best_i, acc, j)
+        row = out_rows[r]
         for m in range(k):
-            out_idx[q, m] = best_i[m]
-            out_dist[q, m] = best_d[m]
+            out_idx[row, m] = best_i[m]
+            out_dist[row, m] = best_d[m]
+
+
+@numba.njit(parallel=True, cache=True)
+def add_reverse_candidates(candidates, id_map, cand_dist, out_idx, out_dist):
+    """Offer every pair found by one point's search to the other point's list too.
+
+    For a self-join, the search of ``i`` finding ``j`` at exact distance ``d`` also tells
+    ``j`` that ``i`` lies at ``d``: an approximate search misses some true neighbours of
+    ``j`` that the searches of those neighbours found. No distance is recomputed.
+
+    The rows are slots (see :func:`rerank_candidates`): row ``r`` of ``out_idx``/``out_dist``
+    (sorted results, updated in place) and of ``cand_dist`` (per-candidate distances) belong
+    to point ``id_map[r]``, and the entries are point ids. A candidate's slot is then its
+    row, and as slots follow a space-filling curve, the rows touched lie close to the row
+    read: MNIST-70k, 15 neighbours, 0.08 s -> 0.0x s against rows by point id.
+
+    Deterministic for any thread count: the accepted offers are gathered in row order,
+    grouped by target with a stable counting sort, and each target inserts its own offers in
+    that order (ties keep the earlier entry first).
+    """
+    n_parts, n_rows, n_cand = candidates.shape
+    width = n_parts * n_cand
+    counts = np.zeros(n_rows + 1, np.int64)
+    offered = np.empty((n_rows, width), np.int64)  # target row per candidate, -1: no offer
+    for r in numba.prange(n_rows):
+        found = 0
+        for m in range(width):
+            target = _offer_target(candidates, cand_dist, out_dist, r, m)
+            if target >= 0 and not _is_new(out_idx, out_dist, target, id_map[r],
+                                           cand_dist[r, m]):
+                target = -1
+            offered[r, m] = target
+            found += target >= 0
+        counts[r + 1] = found
+    for r in range(n_rows):
+        counts[r + 1] += counts[r]
+    total = counts[n_rows]
+    targets = np.empty(total, np.int64)
+    sources = np.empty(total, np.int64)
+    dists = np.empty(total, np.float32)
+    for r in numba.prange(n_rows):
+        pos = counts[r]
+        for m in range(width):
+            target = offered[r, m]
+            if target >= 0:
+                targets[pos] = target
+                sources[pos] = id_map[r]
+                dists[pos] = cand_dist[r, m]
+                pos += 1
+    starts = np.zeros(n_rows + 1, np.int64)  # stable counting sort of the offers by target
+    for t in range(total):
+        starts[targets[t] + 1] += 1
+    for r in range(n_rows):
+        starts[r + 1] += starts[r]
+    fill = starts[:n_rows].copy()
+    grouped = np.empty(total, np.int64)
+    for t in range(total):
+        grouped[fill[targets[t]]] = t
+        fill[targets[t]] += 1
+    for r in numba.prange(n_rows):
+        worst = out_dist[r, out_dist.shape[1] - 1]
+        for g in range(starts[r], starts[r + 1]):
+            t = grouped[g]
+            if dists[t] < worst and not _listed(out_idx, r, sources[t]):
+                worst = _insert_sorted(out_dist[r], out_idx[r], dists[t], sources[t])
+
+
+@numba.njit(inline="always", cache=True)
+def _offer_target(candidates, cand_dist, out_dist, r, m):
+    """The row that candidate ``m`` of row ``r`` is offered to, or -1: missing, the row
+    itself, or not closer than that row's k-th neighbour."""
+    n_parts, _, n_cand = candidates.shape
+    p = m // n_cand
+    local = candidates[p, r, m - p * n_cand]
+    if local < 0:
+        return -1
+    target = local * n_parts + p
+    if target == r or not cand_dist[r, m] < out_dist[target, out_dist.shape[1] - 1]:
+        return -1
+    return target
+
+
+@numba.njit(inline="always", cache=True)
+def _is_new(out_idx, out_dist, row, i, d):
+    """Whether point ``i`` at distance ``d`` (below the row's k-th) is not yet in ``row``.
+
+    The row's own search computed the same distance bit for bit if it found ``i``, so a
+    listed ``i`` sits among the entries equal to ``d``: a binary search finds them. (The
+    insertion scans the whole row again, so an unequal rounding could not list a point
+    twice.)"""
+    k = out_dist.shape[1]
+    lo = 0
+    hi = k - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if out_dist[row, mid] < d:
+            lo = mid + 1
+        else:
+            hi = mid
+    while lo < k and out_dist[row, lo] == d:
+        if out_idx[row, lo] == i:
+            return False
+        lo += 1
+    return True
+
+
+@numba.njit(inline="always", cache=True)
+def _listed(out_idx, row, i):
+    for m in range(out_idx.shape[1]):  # noqa: SIM110 (numba compiles no generator in any())
+        if out_idx[row, m] == i:
+            return True
+    return False
