@@ -105,9 +105,9 @@ CANDIDATES: dict[str, Candidate] = {
     "unimap-hnsw": Candidate(
         "unimap",
         {},
-        ("unimap.neighbors method='hnsw' (PCA-50 from a 20k sample; HNSW M=16 efC=20 on "
-         "each of 2 interleaved halves in Morton order, built side by side; 2 x 35 "
-         "candidates, exact re-rank)"),
+        ("unimap.neighbors method='hnsw' (PCA-50 from a 10k sample; HNSW M=16 efC=20 on "
+         "each of 2 interleaved halves in Morton order, built side by side; 2 x 30 "
+         "candidates, exact re-rank, reverse pairs)"),
     ),
     "pca100-eigh-hnsw": Candidate(
         "pca",

@@ -14,9 +14,10 @@ Backends (``method``):
 - ``"exact"``: chunked BLAS distances and a parallel row-wise top-k; ground truth, and the
   fastest choice for small data.
 - ``"hnsw"``: faiss HNSW graphs (``pip install unimap[faiss]``) of two halves of the data,
-  built side by side on a 50-dimensional PCA projection; 2 x 35 candidates re-ranked by exact
-  full-space distances: recall@15 ≈ 0.99 on MNIST-70k in ~2.2 s on 2 cores; the default for
-  large data, chosen by measurement (``benchmarks/knn_candidates.py``).
+  built side by side on a 50-dimensional PCA projection; 2 x 30 candidates re-ranked by exact
+  full-space distances, and each pair found by one point's search offered to the other
+  point's list: recall@15 ≈ 0.99 on MNIST-70k in ~2 s on 2 cores; the default for large
+  data, chosen by measurement (``benchmarks/knn_candidates.py``).
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
@@ -336,7 +337,8 @@ class _HNSWIndex:
     thread count; one graph per part, each built on one thread, is the same for any thread
     count, and the parts are built side by side (MNIST-70k: one graph 1.15 s, two halves
     0.47 s on 2 cores; search + re-rank of 2 x 35 candidates 0.16 s more than of 60 from one
-    graph, recall@15 0.9888 against 0.9885).
+    graph, recall@15 0.9888 against 0.9885; the kNN graph now takes 2 x 30 and the reverse
+    pairs, see ``HNSW_SELF_CANDIDATES_PER_PART``).
     """
 
     def __init__(self, data: np.ndarray, n_threads: int) -> None:
