@@ -504,13 +504,11 @@ def _shared_far_tile_2d(tile, positions, a, b):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                        attr_scale, a, b, hits, z_all, r0_all, r1_all, scale):
-    """Row i with shared samples whose sums over all samples are ``(z_all, r0_all, r1_all)``:
-    ``A[i]`` ← attraction, ``R[i]`` ← repulsion; returns ``z_i``. The samples that hit the
-    point itself (w = 1, d = 0) or a neighbour (exact in the near field) are subtracted."""
-    y0 = Y[i, 0]
-    y1 = Y[i, 1]
+def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
+    """Row i's sums over its edges (attraction; exact near-field repulsion and z; the shared
+    samples that hit a neighbour): ``(f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1)``.
+    ``unit_b`` (a constant at each call) selects ``1/(1 + a u)`` without a branch per edge:
+    the near field on MNIST-70k, 3.1M edges, 4.9 -> 4.4 ms per epoch."""
     f0 = np.float32(0.0)
     f1 = np.float32(0.0)
     n0 = np.float32(0.0)
@@ -525,7 +523,11 @@ def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, 
             continue
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
-        w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+        if unit_b:  # at u = 0 the direction is 0: g's value there does not matter
+            w = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
+            g = a * w
+        else:
+            w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
         pg = data[e] * g
         wg = w * g
         f0 += pg * d0
@@ -537,6 +539,24 @@ def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, 
         hit_z += c * w
         hit_r0 += c * wg * d0
         hit_r1 += c * wg * d1
+    return f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                        attr_scale, a, b, hits, z_all, r0_all, r1_all, scale):
+    """Row i with shared samples whose sums over all samples are ``(z_all, r0_all, r1_all)``:
+    ``A[i]`` ← attraction, ``R[i]`` ← repulsion; returns ``z_i``. The samples that hit the
+    point itself (w = 1, d = 0) or a neighbour (exact in the near field) are subtracted."""
+    y0 = Y[i, 0]
+    y1 = Y[i, 1]
+    # t-SNE's kernel (b = 1) gets a loop of its own, free of tsne_kernel's branches
+    if b == _ONE:
+        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _shared_near_2d(
+            Y, y0, y1, indptr, indices, data, i, a, b, hits, True)
+    else:
+        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _shared_near_2d(
+            Y, y0, y1, indptr, indices, data, i, a, b, hits, False)
     _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
                          attr_scale, a, b)
     R[i, 0] = n0 + (r0_all - hit_r0) * scale
