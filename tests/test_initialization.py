@@ -75,6 +75,22 @@ def test_spectral_init_eigensolver_failure_falls_back(monkeypatch):
     assert info["fallback"].startswith("random") and np.isfinite(Y).all()
 
 
+def test_pca_init_fits_its_axes_on_a_sample_of_large_data(monkeypatch):
+    # Above PCA_INIT_FIT_ROWS rows the axes come from a seeded random sample: close to the
+    # full fit's (elongated data: the axes are well separated), the same for the same seed.
+    import unimap.initialization as ini
+
+    rng = np.random.default_rng(8)
+    X = (rng.standard_normal((3000, 6)) * [5, 3, 1, 1, 1, 1]).astype(np.float32)
+    full = pca_init(X, 2, seed=0)
+    monkeypatch.setattr(ini, "PCA_INIT_FIT_ROWS", 500)
+    sampled = pca_init(X, 2, seed=0)
+    for c in range(2):
+        assert abs(np.corrcoef(full[:, c], sampled[:, c])[0, 1]) > 0.99
+    np.testing.assert_array_equal(sampled, pca_init(X, 2, seed=0))
+    assert not np.array_equal(sampled, pca_init(X, 2, seed=1))
+
+
 def test_pca_random_array_and_rescaling():
     X = np.random.default_rng(3).normal(size=(50, 4)).astype(np.float32)
     P = pca_init(X, 2, seed=0)

@@ -26,6 +26,7 @@ __all__ = [
     "rescale_to_std",
 ]
 
+PCA_INIT_FIT_ROWS = 10_000  # rows the PCA initialization's axes are fitted on (at most)
 _DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space smaller than n
 # (Above it ARPACK wins: 0.1 s against 0.6-6.7 s for dense eigh at 1,000 vertices, where
 # multi-threaded LAPACK suffers badly from a busy machine.)
@@ -188,11 +189,22 @@ def _multi_component(graph, labels, n_comp, n_components, seed, data) -> np.ndar
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
-    """The first principal components of ``X`` (dense), float32."""
+    """The first principal components of ``X`` (dense), float32.
+
+    Above ``PCA_INIT_FIT_ROWS`` rows the axes are fitted on that many rows drawn at random
+    (``seed``), then all rows are projected: the leading axes of a large sample are those of
+    the data (MNIST-70k, 10,000 rows: the two coordinates correlate 0.9998 and 0.998 with
+    the full fit's) and the fit costs 0.15 s instead of 0.44 s.
+    """
     from unimap.methods.pca import PCA
 
     k = min(n_components, X.shape[0], X.shape[1])
-    proj = PCA(k, random_state=seed).fit_transform(X).astype(np.float32)
+    pca = PCA(k, random_state=seed)
+    if X.shape[0] > PCA_INIT_FIT_ROWS:
+        rows = np.random.default_rng(seed).choice(X.shape[0], PCA_INIT_FIT_ROWS, replace=False)
+        proj = pca.fit(X[np.sort(rows)]).transform(X).astype(np.float32)
+    else:
+        proj = pca.fit_transform(X).astype(np.float32)
     if k < n_components:  # fewer features than output dimensions: pad with small noise
         rng = np.random.default_rng(seed)
         pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0),
