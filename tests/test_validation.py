@@ -35,6 +35,17 @@ def test_check_array_rejects_bad_input(bad, error, match):
         check_array(bad)
 
 
+def test_check_array_finite_check_survives_an_overflowing_sum():
+    # The fast check sums the entries: large finite values overflow that sum to inf, and the
+    # exact check must then accept them; +inf and -inf, whose sum is NaN, are still found.
+    big = np.full((4, 3), 3e38, dtype=np.float32)
+    np.testing.assert_array_equal(check_array(big), big)
+    both = np.ones((4, 3))
+    both[1, 2], both[3, 0] = np.inf, -np.inf
+    with pytest.raises(ValueError, match=r"row 1, column 2"):
+        check_array(both)
+
+
 def test_check_array_sparse():
     X = sp.random(5, 4, density=0.5, format="csr", random_state=0)
     with pytest.raises(TypeError, match="sparse"):
