@@ -382,15 +382,14 @@ class _HNSWIndex:
         # or k = 91 from 2 x 80, the pairs give back the recall of 2 x k but not the time).
         self_join = queries is self.data
         reverse = self_join and k <= HNSW_SELF_CANDIDATES_PER_PART
-        if self_join:  # the training points, in Morton order (already projected at build)
+        if self_join:  # the training points keep the build's Morton order (their slots)
             query_order, ordered = self.order, getattr(self, "_ordered", None)
-            if ordered is None:  # an unpickled index
-                reduced = queries if self.pca is None else self.pca.transform(queries)
-                ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
         else:
+            query_order, ordered = None, None
+        if ordered is None:  # new points, or the training points of an unpickled index
             reduced = queries if self.pca is None else self.pca.transform(queries)
-            # Each query's result does not depend on the others, so their order is free.
-            query_order = morton_order(reduced)
+            if query_order is None:  # a query's result does not depend on the others
+                query_order = morton_order(reduced)
             ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
         per_part = HNSW_SELF_CANDIDATES_PER_PART if self_join else HNSW_CANDIDATES_PER_PART
         n_cand = min(max(per_part, k), max(ix.ntotal for ix in self.indexes))
