@@ -136,13 +136,20 @@ def umap_repulsion_coeff(u, a, b, eps):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
+def unit_b_kernel(u, a):
+    """:func:`tsne_kernel` at b = 1, ``(w, a w)`` with ``w = 1/(1 + a u)``, for u > 0 (at
+    u = 0 it gives ``g = a``, harmless where g multiplies the zero direction)."""
+    w = _ONE / (_ONE + a * u)
+    return w, a * w
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
 def tsne_kernel(u, a, b):
     """``(w, g)`` with ``w = 1/(1 + a u^b)`` and ``g = a b u^(b−1) w``; ``(1, 0)`` at u = 0."""
     if u <= 0.0:
         return _ONE, np.float32(0.0)
     if b == _ONE:
-        w = _ONE / (_ONE + a * u)
-        return w, a * w
+        return unit_b_kernel(u, a)
     ub1 = fast_pow(max(u, _POW_FLOOR), b - _ONE)
     w = _ONE / (_ONE + a * ub1 * u)
     return w, a * b * ub1 * w
@@ -525,8 +532,7 @@ def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
         if unit_b:  # at u = 0 the direction is 0: g's value there does not matter
-            w = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
-            g = a * w
+            w, g = unit_b_kernel(d0 * d0 + d1 * d1, a)
         else:
             w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
         pg = data[e] * g
