@@ -38,7 +38,7 @@ def main() -> None:
     from unimap import GDR
     from unimap._kernels.gdr import tsne_forces
     from unimap.datasets import load_mnist
-    from unimap.methods.gdr import _neighbour_marks
+    from unimap.forces import neighbour_marks
 
     X, _ = load_mnist(MNIST, download=False)
     X = X[: args.n]
@@ -47,7 +47,7 @@ def main() -> None:
     Y = np.ascontiguousarray(model.embedding_, dtype=np.float32)
     A, R = np.empty_like(Y), np.empty_like(Y)
     z_rows = np.empty(len(Y))
-    marks = _neighbour_marks(len(Y))
+    marks = neighbour_marks(len(Y))
     f32 = np.float32
     a, b = f32(model.a_), f32(model.b_)
     negatives = model.n_negatives_

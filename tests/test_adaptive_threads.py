@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import pytest
 
-from unimap.optimize import AdaptiveThreads
+from unimap._threads import AdaptiveThreads
 
 
 class FakeClock:

@@ -238,7 +238,7 @@ def test_pairwise_analyses_need_three_points(gaussian):
     X, embedding = gaussian
     with pytest.raises(ValueError, match=r"n_samples must be in \[3, inf\)"):
         sort_index_change(X, embedding, n_samples=2)
-    with pytest.raises(ValueError, match="at least 3 are required"):
+    with pytest.raises(ValueError, match="a minimum of 3 is required"):
         relative_error(X[:2], embedding[:2])
 
 
@@ -362,7 +362,7 @@ def test_runtime_profile_of_umap():
 
     umap = UMAP(n_neighbors=5, n_epochs=5, init="random", random_state=0)
     result = runtime_profile(dims=[3, 12], n_samples=40, estimator=umap, random_state=0)
-    assert set(result.phases) == {"neighbors", "graph", "init", "optimize", "other"}
+    assert set(result.phases) == {"neighbors", "affinities", "init", "optimize", "other"}
     for share in result.shares.values():
         assert np.all((share >= 0) & (share <= 1))
     np.testing.assert_allclose(sum(result.shares.values()), 1.0)

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.special import entr
+from sklearn.exceptions import NotFittedError
 
 from unimap import TSNE
 from unimap.affinity import conditional_probabilities, perplexity_affinities
-from unimap.gradient_descent import RepulsionParams, kl_divergence, repulsion
+from unimap.forces import RepulsionParams, kl_divergence, repulsion
 from unimap.metrics import knn_accuracy_loo, trustworthiness, tsne_kl_divergence
 from unimap.neighbors import nearest_neighbors
 
@@ -249,7 +250,7 @@ def test_transform_checks_its_input(fitted_digits):
     model, X, _ = fitted_digits
     with pytest.raises(ValueError, match="features"):
         model.transform(X[:5, :10])
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         TSNE().transform(X[:5])
 
 

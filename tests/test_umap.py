@@ -4,6 +4,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 from sklearn.manifold import trustworthiness
 from sklearn.model_selection import cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
@@ -38,7 +39,7 @@ def test_fitted_attributes(digits_model):
     assert abs(m.graph_ - m.graph_.T).max() < 1e-6
     assert m.knn_indices_.shape == (1797, 15) and m.n_neighbors_ == 15
     assert m.n_epochs_ == 500 and m.a_ == pytest.approx(1.577, abs=2e-3)
-    assert set(m.timings_) == {"neighbors", "graph", "init", "optimize", "total"}
+    assert set(m.timings_) == {"neighbors", "affinities", "init", "optimize", "total"}
     assert m.init_info_["method"] == "spectral"
     assert m.n_epochs is None  # hyperparameters are never overwritten
 
@@ -76,9 +77,9 @@ def test_transform_is_batch_independent(digits, digits_model):
 
 
 def test_transform_wrong_width_and_unfitted(digits_model):
-    with pytest.raises(ValueError, match="X has 5 features, but UMAP was fitted with 64"):
+    with pytest.raises(ValueError, match="X has 5 features, but UMAP is expecting 64 features"):
         digits_model.transform(np.zeros((3, 5)))
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         UMAP().transform(np.zeros((3, 5)))
 
 

@@ -7,8 +7,6 @@ value) with a message that names the offending input or parameter and what is al
 from __future__ import annotations
 
 import numbers
-import os
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -20,9 +18,6 @@ __all__ = [
     "check_float",
     "check_choice",
     "check_bool",
-    "seed_from_random_state",
-    "resolve_n_jobs",
-    "numba_threads",
     "check_embedding_finite",
 ]
 
@@ -66,9 +61,12 @@ def check_array(
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
         raise TypeError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype.kind == "O":
+        arr = _numeric_from_object(arr, name)
     _check_dtype(arr.dtype, name)
     if arr.ndim != 2:
-        hint = " (use X.reshape(-1, 1) for a single feature)" if arr.ndim == 1 else ""
+        hint = ("; Reshape your data with X.reshape(-1, 1) for a single feature or "
+                "X.reshape(1, -1) for a single sample") if arr.ndim == 1 else ""
         raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {arr.shape}{hint}")
     _check_shape(arr.shape, name, min_samples, min_features)
     if dtype is None:
@@ -95,21 +93,32 @@ def _all_finite(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
 
 
+def _numeric_from_object(arr: np.ndarray, name: str) -> np.ndarray:
+    """An object array of numbers as float64; anything else is a TypeError naming it."""
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} has dtype object with an entry that is not a number: "
+                        f"{exc}") from None
+
+
 def _check_dtype(dtype: np.dtype, name: str) -> None:
     if dtype.kind == "c":
-        raise TypeError(f"{name} has complex dtype {dtype}; only real numbers are supported")
+        raise ValueError(f"Complex data not supported: {name} has dtype {dtype}; only real "
+                         "numbers are accepted")
     if dtype.kind not in "biuf":
         raise TypeError(f"{name} has dtype {dtype}; expected a numeric (int, bool or float) array")
 
 
 def _check_shape(shape: tuple, name: str, min_samples: int, min_features: int) -> None:
     n, d = shape
-    if n == 0 or d == 0:
-        raise ValueError(f"{name} is empty (shape {shape})")
-    if n < min_samples:
-        raise ValueError(f"{name} has {n} sample(s); at least {min_samples} are required")
-    if d < min_features:
-        raise ValueError(f"{name} has {d} feature(s); at least {min_features} are required")
+    if n == 0 or n < min_samples:
+        raise ValueError(f"{name} is empty or too small: found {n} sample(s) (shape={shape}) "
+                         f"while a minimum of {max(min_samples, 1)} is required.")
+    if d == 0 or d < min_features:
+        raise ValueError(f"{name} is empty or too narrow: found {d} feature(s) "
+                         f"(shape={shape}) while a minimum of {max(min_features, 1)} is "
+                         "required.")
 
 
 def check_int(
@@ -164,58 +173,6 @@ def _range_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
     return f"{left}{lo}, {hi}{right}"
 
 
-def seed_from_random_state(random_state: Any) -> int:
-    """Turn ``random_state`` (None, int, Generator or RandomState) into a 63-bit integer seed.
-
-    All randomness in unimap derives from this one seed: counter-based kernels hash it with
-    their loop counters, numpy code builds ``np.random.default_rng(seed)``.
-    """
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] >> 1)
-    if isinstance(random_state, (bool, np.bool_)):
-        raise TypeError("random_state must be None, an int or a numpy Generator, got a bool")
-    if isinstance(random_state, numbers.Integral):
-        if random_state < 0:
-            raise ValueError(f"random_state must be a non-negative integer, got {random_state}")
-        return int(random_state) & ((1 << 63) - 1)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**63 - 1))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    raise TypeError(
-        f"random_state must be None, an int, a numpy Generator or RandomState, "
-        f"got {type(random_state).__name__}"
-    )
-
-
-def resolve_n_jobs(n_jobs: Any) -> int:
-    """Number of threads for ``n_jobs`` (None or -1: all cores; -2: all but one; ...)."""
-    n_cpus = os.cpu_count() or 1
-    if n_jobs is None:
-        return n_cpus
-    n_jobs = check_int(n_jobs, "n_jobs")
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive integer or negative (-1 = all cores), got 0")
-    if n_jobs < 0:
-        return max(1, n_cpus + 1 + n_jobs)
-    return n_jobs
-
-
-@contextmanager
-def numba_threads(n_threads: int | None):
-    """Run numba parallel kernels with ``n_threads`` threads (None: keep the current count);
-    on exit, restore the count found on entry, whatever the body set in between."""
-    import numba
-
-    previous = numba.get_num_threads()
-    if n_threads is not None:
-        numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
-    try:
-        yield numba.get_num_threads()
-    finally:
-        numba.set_num_threads(previous)
-
-
 def check_embedding_finite(embedding: np.ndarray, method: str) -> np.ndarray:
     """Fail loudly rather than return an embedding with NaN or infinity."""
     if not _all_finite(embedding):
@@ -249,19 +206,3 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
         if (X < 0).any():
             raise ValueError("metric='precomputed' distances must be non-negative")
     return X
-
-
-def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 3) -> float:
-    """``perplexity`` lowered to ``(n_samples − 1)/3`` (at least 1) when the data has fewer
-    than ``3·perplexity`` other points, with a warning; the caller records the value."""
-    limit = max((n_samples - 1) / 3.0, 1.0)
-    if perplexity > limit:
-        import warnings
-
-        warnings.warn(
-            f"perplexity={perplexity} needs more than {n_samples} samples "
-            f"(3·perplexity neighbours); using perplexity={limit:.3g} "
-            "(recorded in perplexity_)", stacklevel=stacklevel,
-        )
-        return limit
-    return float(perplexity)

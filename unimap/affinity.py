@@ -7,12 +7,18 @@ point itself) and returns plain arrays or a scipy CSR matrix, so every method ca
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
 from unimap._validation import check_float
 
 __all__ = [
+    "effective_perplexity",
+    "perplexity_neighbors",
+    "knn_affinities",
+    "joint_affinities",
     "smooth_knn_dist",
     "fuzzy_simplicial_set",
     "membership_weights",
@@ -21,6 +27,89 @@ __all__ = [
     "perplexity_affinities",
     "symmetrize_tsne",
 ]
+
+
+def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 4) -> float:
+    """``perplexity`` lowered to ``(n_samples − 1)/3`` (at least 1) when the data has fewer
+    than ``3·perplexity`` other points, with a warning; the caller records the value."""
+    limit = max((n_samples - 1) / 3.0, 1.0)
+    if perplexity > limit:
+        warnings.warn(
+            f"perplexity={perplexity} needs more than {n_samples} samples "
+            f"(3·perplexity neighbours); using perplexity={limit:.3g} "
+            "(recorded in perplexity_)", stacklevel=stacklevel,
+        )
+        return limit
+    return float(perplexity)
+
+
+def perplexity_neighbors(perplexity: float, n_available: int) -> int:
+    """Neighbours a perplexity-calibrated row uses: ``⌊3·perplexity⌋``, at least 1 and at
+    most the ``n_available`` other points (the point itself not counted)."""
+    return max(1, min(int(3 * perplexity), n_available))
+
+
+def knn_affinities(indices: np.ndarray, values: np.ndarray, n: int) -> sp.csr_matrix:
+    """Directed affinities ``values[i, c]`` on the edges ``(i, indices[i, c])`` as an
+    (m, n) CSR matrix in ``values``' dtype; repeated edges are summed."""
+    m, k = indices.shape
+    rows = np.repeat(np.arange(m, dtype=np.int64), k)
+    directed = sp.csr_matrix((np.asarray(values).ravel(), (rows, np.asarray(indices).ravel())),
+                             shape=(m, n))
+    directed.sum_duplicates()
+    return directed
+
+
+def joint_affinities(
+    indices: np.ndarray,
+    distances: np.ndarray,
+    kind: str,
+    symmetrization: str,
+    normalize: bool,
+    perplexity: float | None = None,
+) -> sp.csr_matrix:
+    """P of GDR, any combination of the directed affinities and the symmetrisations.
+
+    Parameters
+    ----------
+    indices, distances : ndarrays of shape (n_samples, k)
+        kNN graph, column 0 the point itself.
+    kind : {"fuzzy", "perplexity"}
+        UMAP's memberships ``exp(-(d − ρ)/σ)`` or t-SNE's conditional probabilities.
+    symmetrization : {"umap", "tsne", "none"}
+        Fuzzy union ``A + Aᵀ − A∘Aᵀ``, ``(A + Aᵀ)/2``, or kept directed.
+    normalize : bool
+        Scale P to sum 1.
+    perplexity : float
+        For ``kind="perplexity"``.
+
+    Returns
+    -------
+    P : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        Without self-loops (duplicates can put a point among its own neighbours).
+    """
+    n = indices.shape[0]
+    if kind == "perplexity":
+        probabilities, _ = conditional_probabilities(distances[:, 1:], perplexity)
+        directed = knn_affinities(indices[:, 1:], probabilities, n)
+    else:
+        sigmas, rhos = smooth_knn_dist(distances, distances.shape[1])
+        weights = membership_weights(indices, distances, sigmas, rhos)
+        directed = knn_affinities(indices, weights.astype(np.float64), n)
+    if symmetrization == "umap":
+        P = fuzzy_union(directed)
+    elif symmetrization == "tsne":
+        P = (directed + directed.T.tocsr()) * 0.5
+    else:
+        P = directed
+    P = sp.coo_matrix(P, dtype=np.float32)
+    keep = (P.row != P.col) & (P.data > 0)
+    P = sp.csr_matrix((P.data[keep], (P.row[keep], P.col[keep])), shape=(n, n))
+    P.sum_duplicates()
+    P.sort_indices()
+    if normalize and P.nnz:
+        P.data /= np.float32(P.data.sum(dtype=np.float64))
+    return P
 
 
 def smooth_knn_dist(
@@ -118,11 +207,7 @@ def fuzzy_simplicial_set(
     k = indices.shape[1]
     sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
     weights = membership_weights(indices, distances, sigmas, rhos)
-    rows = np.repeat(np.arange(indices.shape[0], dtype=np.int32), k)
-    directed = sp.csr_matrix(
-        (weights.ravel(), (rows, indices.ravel())), shape=(indices.shape[0], n)
-    )
-    directed.sum_duplicates()
+    directed = knn_affinities(indices, weights, n)
     return fuzzy_union(directed, set_op_mix_ratio), sigmas, rhos
 
 
@@ -195,11 +280,4 @@ def perplexity_affinities(
         raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
     n = indices.shape[0] if n_samples is None else n_samples
     probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
-    k = probabilities.shape[1]
-    rows = np.repeat(np.arange(indices.shape[0], dtype=np.int64), k)
-    conditional = sp.csr_matrix(
-        (probabilities.ravel(), (rows, np.asarray(indices[:, 1:]).ravel())),
-        shape=(indices.shape[0], n),
-    )
-    conditional.sum_duplicates()
-    return symmetrize_tsne(conditional), sigmas
+    return symmetrize_tsne(knn_affinities(indices[:, 1:], probabilities, n)), sigmas

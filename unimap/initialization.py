@@ -17,6 +17,7 @@ from scipy.sparse.csgraph import connected_components
 from unimap._validation import check_array
 
 __all__ = [
+    "initialize",
     "spectral_init",
     "spectral_layout",
     "pca_init",
@@ -26,10 +27,64 @@ __all__ = [
     "rescale_to_std",
 ]
 
+INIT_STD = 1e-4  # t-SNE's start: standard deviation of the first coordinate
+BOX_SIZE = 10.0  # UMAP's start: each coordinate in [0, BOX_SIZE]
 PCA_INIT_FIT_ROWS = 10_000  # rows the PCA initialization's axes are fitted on (at most)
 _DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space smaller than n
 # (Above it ARPACK wins: 0.1 s against 0.6-6.7 s for dense eigh at 1,000 vertices, where
 # multi-threaded LAPACK suffers badly from a busy machine.)
+
+
+def initialize(
+    init: Any,
+    X: np.ndarray | sp.spmatrix | None,
+    graph: sp.spmatrix,
+    n_components: int,
+    seed: int,
+    scale: str,
+) -> tuple[np.ndarray, dict]:
+    """The start of an embedding, as every neighbour-embedding method makes it.
+
+    Parameters
+    ----------
+    init : {"spectral", "pca", "random"} or array of shape (n_samples, n_components)
+        An array is used as given.
+    X : array of shape (n_samples, n_features), sparse matrix, or None
+        The feature vectors (None for precomputed distances, which rules out ``"pca"``).
+    graph : sparse matrix of shape (n_samples, n_samples)
+        The affinities a spectral start lays out.
+    n_components, seed : int
+    scale : {"box", "std"}
+        ``"box"`` (UMAP): random starts are uniform in ±10 and the others are mapped onto
+        ``[0, 10]`` per coordinate (a spectral start that fell back to random keeps its own
+        scale); ``"std"`` (t-SNE): centred, standard deviation 1e-4.
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_samples, n_components), float32
+    info : dict
+        ``{"method": ..., "fallback": str | None}`` (spectral adds ``n_graph_components``).
+    """
+    n = graph.shape[0]
+    if not isinstance(init, str):
+        return array_init(init, n, n_components), {"method": "array", "fallback": None}
+    if init == "random":
+        info = {"method": "random", "fallback": None}
+        if scale == "box":
+            return random_init(n, n_components, seed, BOX_SIZE), info
+        return random_init(n, n_components, seed, INIT_STD, "normal"), info
+    if init == "pca":
+        if X is None:
+            raise ValueError("init='pca' needs feature vectors, not distances; use "
+                             "'spectral' or 'random'")
+        Y = pca_init(X.toarray() if sp.issparse(X) else X, n_components, seed)
+        info = {"method": "pca", "fallback": None}
+    else:
+        data = None if (X is None or sp.issparse(X)) else X
+        Y, info = spectral_init(graph, n_components, seed, data)
+        if info["fallback"] is not None and scale == "box":
+            return Y, info
+    return (rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)), info
 
 
 def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int) -> np.ndarray | None:
@@ -196,15 +251,14 @@ def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
     the data (MNIST-70k, 10,000 rows: the two coordinates correlate 0.9998 and 0.998 with
     the full fit's) and the fit costs 0.15 s instead of 0.44 s.
     """
-    from unimap.methods.pca import PCA
+    from unimap._pca import fit_pca, project
 
     k = min(n_components, X.shape[0], X.shape[1])
-    pca = PCA(k, random_state=seed)
+    sample = X
     if X.shape[0] > PCA_INIT_FIT_ROWS:
         rows = np.random.default_rng(seed).choice(X.shape[0], PCA_INIT_FIT_ROWS, replace=False)
-        proj = pca.fit(X[np.sort(rows)]).transform(X).astype(np.float32)
-    else:
-        proj = pca.fit_transform(X).astype(np.float32)
+        sample = X[np.sort(rows)]
+    proj = project(X, fit_pca(sample, k, seed=seed)).astype(np.float32)
     if k < n_components:  # fewer features than output dimensions: pad with small noise
         rng = np.random.default_rng(seed)
         pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0),

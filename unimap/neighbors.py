@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._validation import check_choice, check_int, numba_threads, resolve_n_jobs
+from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._validation import check_choice, check_int
 from unimap.ordering import morton_order
 
 __all__ = ["KNNGraph", "NeighborIndex", "nearest_neighbors", "METRICS", "EXACT_MAX_SAMPLES"]
@@ -344,7 +345,7 @@ class _HNSWIndex:
     def __init__(self, data: np.ndarray, n_threads: int) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from unimap.methods.pca import PCA
+        from unimap._pca import fit_pca, project
 
         self.n_threads = n_threads
         self.data = data
@@ -355,8 +356,9 @@ class _HNSWIndex:
             # 2.12-2.22 -> 1.97 s; GDR()'s 10-NN accuracy, mean of seeds 0-3, 0.9683 -> 0.9670:
             # a measured trade, see the issue-4 notes).
             step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
-            self.pca = PCA(HNSW_PCA_DIM, svd_solver="covariance").fit(data[::step])
-            reduced = self.pca.transform(data)
+            self.pca = fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM,
+                               solver="covariance")
+            reduced = project(data, self.pca)
         else:
             self.pca, reduced = None, data
         # Points are inserted (and queries run) in Morton order of their first three
@@ -387,7 +389,9 @@ class _HNSWIndex:
         else:
             query_order, ordered = None, None
         if ordered is None:  # new points, or the training points of an unpickled index
-            reduced = queries if self.pca is None else self.pca.transform(queries)
+            from unimap._pca import project
+
+            reduced = queries if self.pca is None else project(queries, self.pca)
             if query_order is None:  # a query's result does not depend on the others
                 query_order = morton_order(reduced)
             ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
@@ -490,3 +494,23 @@ def nearest_neighbors(
     """
     index = NeighborIndex(metric, method, n_jobs, random_state).build(X)
     return index.knn_graph(n_neighbors), index
+
+
+def check_knn_graph(knn: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a user's kNN graph ``(indices, distances)`` of ``n`` points with at least
+    ``k`` columns (column 0 the point itself); return its first ``k`` columns as int32 and
+    float32."""
+    try:
+        idx, dist = knn
+    except (TypeError, ValueError):
+        raise TypeError("precomputed_knn must be a tuple (indices, distances)") from None
+    idx, dist = np.asarray(idx), np.asarray(dist)
+    if idx.shape != dist.shape or idx.ndim != 2 or idx.shape[0] != n or idx.shape[1] < k:
+        raise ValueError(f"precomputed_knn arrays must both have shape ({n}, >= {k}); got "
+                         f"{idx.shape} and {dist.shape}")
+    if idx.min() < 0 or idx.max() >= n:
+        raise ValueError(f"precomputed_knn indices must lie in [0, {n - 1}]")
+    if not np.isfinite(dist).all() or (dist < 0).any():
+        raise ValueError("precomputed_knn distances must be finite and non-negative")
+    return (np.ascontiguousarray(idx[:, :k], dtype=np.int32),
+            np.ascontiguousarray(dist[:, :k], dtype=np.float32))

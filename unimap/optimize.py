@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._validation import numba_threads
+from unimap._threads import PARALLEL_MIN_ROWS, AdaptiveThreads, numba_threads
 from unimap.ordering import morton_order
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
 
-PARALLEL_MIN_ROWS = 512  # below this, a serial epoch beats waking the thread pool
 
-
-def prune_graph(graph: sp.csr_matrix, n_epochs: int) -> sp.csr_matrix:
-    """Drop edges too weak to be sampled even once in ``n_epochs`` (weight < max / n_epochs)."""
+def prune_graph(graph: sp.csr_matrix, n_epochs: int,
+                max_weight: float | None = None) -> sp.csr_matrix:
+    """Drop edges too weak to be sampled even once in ``n_epochs`` (weight <
+    max_weight / n_epochs; ``max_weight`` defaults to the graph's largest weight)."""
     graph = graph.copy()
     if graph.nnz:
-        graph.data[graph.data < graph.data.max() / float(n_epochs)] = 0.0
+        top = graph.data.max() if max_weight is None else max_weight
+        graph.data[graph.data < top / float(n_epochs)] = 0.0
         graph.eliminate_zeros()
     return graph
 
 
-def epochs_per_sample(weights: np.ndarray, n_epochs: int) -> np.ndarray:
-    """Sampling period of each edge: the heaviest edge is sampled every epoch."""
+def epochs_per_sample(weights: np.ndarray, n_epochs: int,
+                      max_weight: float | None = None) -> np.ndarray:
+    """Sampling period of each edge: an edge of weight ``max_weight`` (default: the
+    heaviest) is sampled every epoch."""
     result = np.full(weights.shape[0], -1.0, dtype=np.float64)
-    n_samples = n_epochs * (weights / weights.max())
+    n_samples = n_epochs * (weights / (weights.max() if max_weight is None else max_weight))
     positive = n_samples > 0
     result[positive] = float(n_epochs) / n_samples[positive]
     return result
@@ -47,6 +49,7 @@ def umap_sgd(
     negative_sample_rate: float = 5.0,
     row_keys: np.ndarray | None = None,
     callback: Callable[[int, np.ndarray], None] | None = None,
+    max_weight: float | None = None,
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -73,6 +76,9 @@ def umap_sgd(
         Identity of each row in the random stream (default: the row number).
     callback : callable(epoch, embedding), optional
         Called after each epoch with the current positions (do not modify).
+    max_weight : float, optional
+        The weight sampled every epoch (default: the graph's largest). ``transform`` fixes
+        it so that a new point's sampling does not depend on the other points of its batch.
 
     Returns
     -------
@@ -96,7 +102,7 @@ def umap_sgd(
             callback = _in_original_order(callback, relabel)
     indptr = graph.indptr.astype(np.int64)
     indices = graph.indices.astype(np.int32)
-    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs)
+    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
     if tail is None:
         heads, tails, class_ptr, order = edge_classes(indptr, indices, emb.shape[0])
         eps = eps[order]
@@ -164,87 +170,51 @@ def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
             class_ptr, order)
 
 
-class AdaptiveThreads:
-    """Run epochs on ``max_threads``, or on one thread while that is faster.
+UMAP_EPS = 1e-3  # ε of UMAP's repulsion 2b / ((ε + d²)(1 + a d^(2b)))
+FULL_BATCH_CLIP = 4.0  # per-coordinate clip of a point's summed force (UMAP's clip)
 
-    An epoch of the edge-coloured SGD is dozens of short parallel steps, each ending in a
-    barrier; when other programs keep a core busy, a descheduled thread stalls every barrier
-    and threads can be slower than one (measured on MNIST with 0.75 cores of other load:
-    5x slower). The embedding does not depend on the thread count, so the count can follow
-    the machine.
 
-    On a quiet machine nothing is probed. The reference is the lowest median of ``window``
-    consecutive threaded epochs seen after the first ``warmup`` epochs (UMAP samples few
-    edges in its first epochs, so early epochs are no reference; a median, so that one
-    fast or slow epoch is no reference either). Only when the median of the last
-    ``confirm`` threaded epochs takes ``slow_factor`` times the reference is the next epoch
-    timed on one thread; one thread is then kept for ``period`` epochs if it beat that
-    median, after which threads are tried again.
+def full_batch_umap(
+    init: np.ndarray,
+    edges: tuple,
+    transposed: tuple,
+    attraction_scale: float,
+    n_epochs: int,
+    a: float,
+    b: float,
+    seed: int,
+    learning_rate: float,
+    momentum: float,
+    n_negatives: float,
+    repulsion_weight: float,
+) -> np.ndarray:
+    """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
 
-    A median, not the last epoch, because one slow epoch is no evidence of a busy machine.
-    (The first version probed after any slow epoch and kept one thread if it beat that
-    epoch: a one-off stall of the threads, common on a shared machine, then cost ``period``
-    epochs at half speed: GDR's normalized mode on MNIST-70k ran 21-24 of its 750 epochs on
-    one thread in each of four runs on a quiet machine, about 0.2 s.)
+    Every point sums its attractions and ``n_negatives`` uniform negative samples per edge,
+    each of weight ``repulsion_weight``, from the epoch's positions; the clipped sum moves it
+    by a heavy-ball step of size ``learning_rate``, decayed linearly to 0
+    (:func:`unimap._kernels.gdr.umap_epoch`). ``edges``, ``transposed`` and
+    ``attraction_scale`` are :func:`unimap.forces.gdr_edge_arrays`'s.
 
-    When the probe loses, the work per epoch may have grown (GDR's normalized mode draws 12
-    times fewer samples during early exaggeration), so the reference is measured anew from
-    the next ``window`` threaded epochs.
-    (Without this, every other epoch after early exaggeration was a losing probe on one
-    thread: 47 ms per MNIST-70k epoch instead of 32, measured with a since-reverted faster
-    build of GDR's kernel; the probes cost the same share with the current one.)
-
-    (A first version compared with the single fastest epoch, which was UMAP's nearly empty
-    epoch 0: every later epoch looked slow, and on a quiet 2-core machine half of the 200
-    MNIST epochs ran on one thread, 6.5 s of SGD instead of 4.6 s.)
+    Returns
+    -------
+    embedding : ndarray of shape (n_samples, n_components), float32
     """
+    from unimap._kernels.gdr import umap_epoch
+    from unimap._threads import adaptive_threads
 
-    def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5,
-                 warmup: int = 10, window: int = 5, confirm: int = 3,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        import numba
-
-        self._numba = numba
-        self.max_threads = max(1, max_threads)
-        self.period = period
-        self.slow_factor = slow_factor
-        self.warmup = warmup
-        self.window = window
-        self.confirm = min(confirm, window)
-        self._clock = clock
-        self._recent: list[float] = []
-        self._reference = np.inf
-        self._next = self.max_threads
-        self._single_until = -1
-        self.single_epochs = 0
-        """Number of epochs run on one thread (for diagnostics)."""
-
-    def start_epoch(self, epoch: int) -> None:
-        self._epoch = epoch
-        self._current = 1 if epoch < self._single_until else self._next
-        self._numba.set_num_threads(self._current)
-        self._start = self._clock()
-
-    def end_epoch(self) -> None:
-        elapsed = self._clock() - self._start
-        self._next = self.max_threads
-        if self._current == 1 and self.max_threads > 1:
-            self.single_epochs += 1
-        if self.max_threads == 1 or self._epoch < self._single_until:
-            return
-        if self._current > 1:
-            self._recent = (self._recent + [elapsed])[-self.window:]
-            if self._epoch < self.warmup or len(self._recent) < self.window:
-                return
-            self._reference = min(self._reference, float(np.median(self._recent)))
-            if self._recent_median() > self.slow_factor * self._reference:
-                self._next = 1  # probe one thread next epoch
-        elif self._recent and elapsed < self._recent_median():
-            self._single_until = self._epoch + 1 + self.period
-        else:  # threads won: their epochs may be longer because the work grew; measure anew
-            self._recent = []
-            self._reference = np.inf
-
-    def _recent_median(self) -> float:
-        """Median of the last ``confirm`` threaded epochs."""
-        return float(np.median(self._recent[-self.confirm:]))
+    f32 = np.float32
+    Y = np.array(init, dtype=np.float32, order="C")
+    Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
+    weight, scale = f32(repulsion_weight), f32(attraction_scale)
+    a, b = f32(a), f32(b)
+    threads = adaptive_threads(Y.shape[0])
+    for epoch in range(n_epochs):
+        threads.start_epoch(epoch)
+        lr = f32(learning_rate * (1.0 - epoch / n_epochs))
+        umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
+                   f32(UMAP_EPS), f32(FULL_BATCH_CLIP), lr, f32(momentum), np.uint64(seed),
+                   np.int64(epoch), False)
+        threads.end_epoch()
+        Y, Y_next = Y_next, Y
+    return Y

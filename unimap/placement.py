@@ -88,10 +88,13 @@ def fuzzy_placement(
     m, k = idx.shape
     rows = np.repeat(np.arange(m), k)
     graph = sp.csr_matrix((weights.ravel(), (rows, idx.ravel())), shape=(m, reference.shape[0]))
-    graph = prune_graph(graph, n_epochs)
+    # Memberships are at most 1: sampling relative to 1, not to the batch's heaviest edge,
+    # keeps a point's result independent of its batch.
+    graph = prune_graph(graph, n_epochs, max_weight=1.0)
     return umap_sgd(init, reference, graph, n_epochs, a, b, seed, learning_rate=learning_rate,
                     repulsion_strength=repulsion_strength,
-                    negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx))
+                    negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx),
+                    max_weight=1.0)
 
 
 def perplexity_placement(
@@ -117,11 +120,11 @@ def perplexity_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity import conditional_probabilities
+    from unimap.affinity import conditional_probabilities, perplexity_neighbors
     from unimap.gradient_descent import place_points
 
     n_train = reference.shape[0]
-    k = max(1, min(int(3 * perplexity), n_train))
+    k = perplexity_neighbors(perplexity, n_train)
     idx, dist = index.query(X, k)
     probabilities, _ = conditional_probabilities(dist, min(perplexity, k))
     m = X.shape[0]

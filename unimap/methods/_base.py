@@ -1,14 +1,35 @@
-"""Pieces every neighbour-embedding estimator (UMAP, TSNE, GDR) shares around its phases."""
+"""The estimator family: scikit-learn estimators, and the one pipeline of UMAP, TSNE and GDR.
+
+:class:`UnimapEstimator` gives every estimator the scikit-learn contract (``get_params``,
+``set_params``, ``clone``, ``Pipeline``, ``set_output``) and the declared-parameter check.
+:class:`NeighborEmbedding` owns ``fit`` and ``transform`` of the neighbour-embedding methods:
+
+    validate → resolve a plan → neighbours → affinities P → initialization → optimize
+    → finite check → fitted attributes set all at once
+
+A method is a subclass that declares its parameters and fills in the method-specific steps
+(``_resolve``, ``_affinities``, ``_optimize``, ``_place``); everything else is written here once.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.exceptions import NotFittedError
 
-__all__ = ["PhaseTimer", "check_transform_width"]
+from unimap._params import validate_params
+from unimap._random import seed_from_random_state
+from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._validation import check_embedding_finite, check_method_input
+
+__all__ = ["PhaseTimer", "UnimapEstimator", "NeighborEmbedding"]
 
 
 class PhaseTimer:
@@ -51,11 +72,186 @@ class PhaseTimer:
         return dict(self.timings)
 
 
-def check_transform_width(X: np.ndarray, estimator: str, metric: str, n_train: int,
-                          n_features_in: int) -> None:
-    """New points must have the fit's features (or, precomputed, one distance per training
-    point)."""
-    expected = n_train if metric == "precomputed" else n_features_in
-    if X.shape[1] != expected:
-        raise ValueError(f"X has {X.shape[1]} features, but {estimator} was fitted with "
-                         f"{expected}")
+class UnimapEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """scikit-learn contract shared by every unimap estimator.
+
+    Subclasses declare ``_parameter_constraints`` (see :mod:`unimap._params`) and may add
+    ``_check_param_relations`` for rules that tie parameters together.
+    """
+
+    _parameter_constraints: dict = {}
+    _fitted_attribute = "embedding_"
+
+    def _validate_params(self) -> None:
+        validate_params(self.get_params(deep=False), self._parameter_constraints)
+        self._check_param_relations()
+
+    def _check_param_relations(self) -> None:
+        """Rules between parameters (override)."""
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, self._fitted_attribute):
+            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; "
+                                 "call fit first")
+
+    def _check_n_features(self, X: Any, expected: int) -> None:
+        if X.shape[1] != expected:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {expected} features as input")
+
+    def _log(self, message: str) -> None:
+        if getattr(self, "verbose", False):
+            print(f"[unimap.{type(self).__name__}] {message}", flush=True)
+
+    def _more_sklearn_tags(self, tags: Any) -> Any:
+        return tags
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float32"]
+        return self._more_sklearn_tags(tags)
+
+    def _expected_failed_checks(self) -> dict[str, str]:
+        """scikit-learn's ``check_estimator`` checks that cannot apply, with the reason."""
+        return {}
+
+
+class NeighborEmbedding(UnimapEstimator):
+    """The pipeline of a neighbour embedding (see the module docstring).
+
+    Subclasses set ``_scale`` (``"box"``: UMAP's [0, 10] box; ``"std"``: t-SNE's standard
+    deviation 1e-4) and implement:
+
+    - ``_resolve(n) -> dict``: the data-dependent plan (fitted ``_`` attributes), including
+      ``n_neighbors_`` (kNN columns, the point itself included) and ``init_``;
+    - ``_affinities(fit, knn_indices, knn_dists) -> P``: the matrix the optimizer follows;
+    - ``_optimize(fit, init, seed) -> embedding``;
+    - ``_place(X) -> embedding`` for ``transform``.
+    """
+
+    _scale = "box"
+
+    # -- public API ------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> NeighborEmbedding:
+        """Embed ``X`` of shape (n_samples, n_features), or (n, n) distances if
+        ``metric="precomputed"``. Returns ``self``.
+
+        The fitted attributes are set together at the end: a fit that fails (or is
+        interrupted) leaves the estimator as it was.
+        """
+        clock = PhaseTimer(self._log)
+        self._validate_params()
+        X = check_method_input(X, self.metric, square=True)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
+        fit = SimpleNamespace(**self._resolve(n))
+        fit.n_features_in_ = X.shape[1]
+        fit._seed = seed = seed_from_random_state(self.random_state)
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            with clock.phase("neighbors", lambda: fit.knn_method_):
+                fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, seed)
+            with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges"):
+                fit.graph_ = self._affinities(fit, fit.knn_indices_, fit.knn_dists_)
+            with clock.phase("init", lambda: fit.init_info_["method"]):
+                init = self._initialize(fit, X, seed)
+            with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs"):
+                embedding = self._optimize(fit, init, seed)
+        fit.embedding_ = check_embedding_finite(embedding, type(self).__name__)
+        fit.timings_ = clock.finish()
+        self.__dict__.update(vars(fit))
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
+        """Fit and return ``embedding_``, shape (n_samples, n_components)."""
+        return self.fit(X, y).embedding_
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Place new points into the fitted embedding, which stays fixed.
+
+        Each new point is optimized on its own against the training embedding, so it lands
+        in the same place whether it comes alone or in a batch (see the method's ``_place``).
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features), or (m, n_train) distances if precomputed
+
+        Returns
+        -------
+        embedding : ndarray of shape (m, n_components), float32
+        """
+        X = self._check_new_points(X)
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            embedding = self._place(X)
+        return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
+
+    @property
+    def _n_features_out(self) -> int:
+        return self.embedding_.shape[1]
+
+    _SUBSET_VARIANCE = (
+        "UMAP's placement of a new point is batch independent in its neighbours and "
+        "memberships, but the exact kNN's float32 BLAS distances differ in the last bits with "
+        "the batch size (up to 1.4e-3 near zero distance, measured) and the SGD amplifies "
+        "them (open: a batch-independent distance kernel)")
+
+    # -- shared steps ------------------------------------------------------------------------
+    def _check_new_points(self, X: Any) -> Any:
+        self._check_fitted()
+        if self._index is None:
+            raise ValueError("transform is unavailable when fitted with precomputed_knn")
+        X = check_method_input(X, self.metric, square=False)
+        n_train = self.embedding_.shape[0]
+        self._check_n_features(X, n_train if self.metric == "precomputed"
+                               else self.n_features_in_)
+        return X
+
+    def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
+        """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""
+        from unimap.neighbors import NeighborIndex, check_knn_graph
+
+        k = fit.n_neighbors_
+        if self.precomputed_knn is not None:
+            fit._index, fit.knn_method_ = None, "precomputed"
+            return check_knn_graph(self.precomputed_knn, X.shape[0], k)
+        if sp.issparse(X):
+            X = X.toarray()
+        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed).build(X)
+        graph = index.knn_graph(k)
+        fit._index, fit.knn_method_ = index, index.method_
+        return graph.indices, graph.distances
+
+    def _initialize(self, fit: SimpleNamespace, X: Any, seed: int) -> np.ndarray:
+        from unimap.initialization import initialize
+
+        features = None if self.metric == "precomputed" else X
+        Y, fit.init_info_ = initialize(fit.init_, features, self._init_graph(fit),
+                                       self.n_components, seed, self._scale)
+        return Y
+
+    def _init_graph(self, fit: SimpleNamespace) -> sp.csr_matrix:
+        """The graph a spectral initialization lays out (override to prune it first)."""
+        return fit.graph_
+
+    def _resolve(self, n: int) -> dict:
+        raise NotImplementedError
+
+    def _affinities(self, fit, knn_indices, knn_dists):
+        raise NotImplementedError
+
+    def _optimize(self, fit, init, seed):
+        raise NotImplementedError
+
+    def _place(self, X):
+        raise NotImplementedError
+
+    def _expected_failed_checks(self) -> dict[str, str]:
+        return {
+            "check_transformer_general": (
+                "fit_transform returns the optimized training embedding; transform places "
+                "points into it anew (as new points), which lands near but not on it"),
+            "check_transformer_data_not_an_array": (
+                "same reason as check_transformer_general: fit_transform(X) is not "
+                "fit(X).transform(X) for a neighbour embedding"),
+        }

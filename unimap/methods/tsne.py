@@ -1,10 +1,11 @@
-"""t-SNE (van der Maaten & Hinton 2008) as a configuration of unimap's shared parts.
+"""t-SNE (van der Maaten & Hinton 2008) as a declaration of unimap's shared parts.
 
-neighbours (:mod:`unimap.neighbors`, K = ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised
-P (:mod:`unimap.affinity`) → initialization (:mod:`unimap.initialization`, scaled to std 1e-4)
-→ Student-t kernel with ``dof`` degrees of freedom → full-batch gradient descent with
-exaggeration, momentum and gains (:mod:`unimap.gradient_descent`), repulsion exact, Barnes-Hut
-or FFT-interpolated.
+neighbours (:mod:`unimap.neighbors`, ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised P
+(:mod:`unimap.affinity`) → initialization (:mod:`unimap.initialization`, std 1e-4) →
+Student-t kernel with ``dof`` degrees of freedom, repulsion exact, Barnes-Hut or FFT
+(:mod:`unimap.forces`) → full-batch gradient descent with exaggeration phases, momentum and
+gains (:mod:`unimap.gradient_descent`); new points by
+:func:`unimap.placement.perplexity_placement`.
 """
 
 from __future__ import annotations
@@ -12,37 +13,34 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from unimap import placement
-from unimap._validation import (
-    check_bool,
-    check_choice,
-    check_embedding_finite,
-    check_float,
-    check_int,
-    check_method_input,
-    effective_perplexity,
-    numba_threads,
-    resolve_n_jobs,
-    seed_from_random_state,
+from unimap._params import (
+    AnyOf,
+    ArrayLike,
+    Boolean,
+    Integer,
+    IsCallable,
+    Jobs,
+    Optional,
+    Options,
+    Real,
+    Seed,
 )
-from unimap.methods._base import PhaseTimer, check_transform_width
-from unimap.neighbors import METHODS, METRICS, NeighborIndex
+from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._validation import check_embedding_finite, check_float, check_int
+from unimap.methods._base import NeighborEmbedding
+from unimap.neighbors import METHODS, METRICS
 
 __all__ = ["TSNE"]
 
-_METHODS = ("auto", "exact", "barnes_hut", "fft")
-_INITS = ("pca", "random", "spectral")
-_INIT_STD = 1e-4
-# method="auto" switches from Barnes-Hut to FFT interpolation in 2-D at this many points.
-# Measured on MNIST subsets (750 iterations, optimize time, BH / FFT): 5k 15.3 / 22.3 s,
-# 10k 30.7 / 33.5 s, 20k 50.3 / 46.0 s; the FFT grid costs the same whatever n, Barnes-Hut
-# grows as n log n. On digits (1.8k) BH also reached a lower KL (0.746 against 0.764).
+# method="auto" switches from Barnes-Hut to FFT interpolation in 2-D at this many points: the
+# FFT grid costs the same whatever n, Barnes-Hut grows as n log n (measured crossover on MNIST
+# subsets between 10k and 20k; docs/architecture.md).
 FFT_MIN_SAMPLES = 10_000
 
 
-class TSNE:
+class TSNE(NeighborEmbedding):
     """t-distributed Stochastic Neighbor Embedding.
 
     Parameters
@@ -96,6 +94,9 @@ default="pca"
     n_jobs : int, default=-1
         Threads (-1: all cores). Does not change the result.
     knn_method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
+    precomputed_knn : tuple (indices, distances), optional
+        A kNN graph of ``X`` with shape (n_samples, >= ⌊3·perplexity⌋ + 1) each, column 0
+        the point itself; skips the neighbour search (``transform`` is then unavailable).
     callback : callable ``(iteration, kl_divergence, embedding) -> bool``, optional
         Called every ``callback_every`` iterations; returning True stops the optimization.
     callback_every : int, default=50
@@ -108,20 +109,55 @@ default="pca"
         KL(P‖Q) of the final embedding (Z as estimated by ``method_``).
     n_iter_ : int
         Iterations run (fewer than ``n_iter`` when the callback stopped them).
-    P_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-        Symmetric joint probabilities, summing to 1.
+    graph_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        P, the symmetric joint probabilities, summing to 1 (also as ``P_``).
     sigmas_ : ndarray of shape (n_samples,)
         Gaussian bandwidths of the conditional probabilities.
     perplexity_ : float
     learning_rate_ : tuple of float
         Learning rates used during and after early exaggeration.
     method_ : str
+    n_neighbors_ : int
+        Columns of the kNN graph, the point itself included (⌊3·perplexity_⌋ + 1).
+    knn_indices_, knn_dists_ : ndarrays of shape (n_samples, n_neighbors_)
     knn_method_ : str
-    init_info_ : dict
+    init_, init_info_ : the initialization used, and how
     n_features_in_ : int
     timings_ : dict
         Seconds in ``neighbors``, ``affinities``, ``init``, ``optimize``, ``total``.
     """
+
+    _scale = "std"
+    _parameter_constraints = {
+        "n_components": Integer(1),
+        "perplexity": Real(0.0, low_inclusive=False),
+        "early_exaggeration": Real(0.0, low_inclusive=False),
+        "early_exaggeration_iter": Integer(0),
+        "exaggeration": Real(0.0, low_inclusive=False),
+        "learning_rate": AnyOf(Options("auto"), Real(0.0, low_inclusive=False)),
+        "n_iter": Integer(1),
+        "initial_momentum": Real(0.0, 1.0, high_inclusive=False),
+        "final_momentum": Real(0.0, 1.0, high_inclusive=False),
+        "min_gain": Real(0.0),
+        "max_grad_norm": Optional(Real(0.0, low_inclusive=False)),
+        "max_step_norm": Optional(Real(0.0, low_inclusive=False)),
+        "method": Options("auto", "exact", "barnes_hut", "fft"),
+        "theta": Real(0.0),
+        "n_interpolation_points": Integer(1),
+        "min_num_intervals": Integer(1),
+        "ints_in_interval": Real(0.0, low_inclusive=False),
+        "metric": Options(*METRICS),
+        "init": AnyOf(Options("pca", "random", "spectral"), ArrayLike()),
+        "dof": Real(0.0, low_inclusive=False),
+        "random_state": Seed(),
+        "n_jobs": Jobs(),
+        "knn_method": Options(*METHODS),
+        "precomputed_knn": Optional(ArrayLike()),
+        "callback": Optional(IsCallable()),
+        "callback_every": Integer(1),
+        "verbose": Boolean(),
+    }
+
 
     def __init__(
         self,
@@ -148,6 +184,7 @@ default="pca"
         random_state: Any = None,
         n_jobs: int = -1,
         knn_method: str = "auto",
+        precomputed_knn: tuple | None = None,
         callback: Any = None,
         callback_every: int = 50,
         verbose: bool = False,
@@ -175,58 +212,50 @@ default="pca"
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.knn_method = knn_method
+        self.precomputed_knn = precomputed_knn
         self.callback = callback
         self.callback_every = callback_every
         self.verbose = verbose
 
-    # -- public API ------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> TSNE:
-        """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
+    @property
+    def P_(self):
+        """P, the symmetric joint probabilities (``graph_``)."""
+        return self.graph_
+
+    def _resolve(self, n: int) -> dict:
+        from unimap.affinity import effective_perplexity, perplexity_neighbors
+
+        perplexity = effective_perplexity(self.perplexity, n, stacklevel=5)
+        return {"method_": self._resolve_method(n), "perplexity_": perplexity,
+                "learning_rate_": self._learning_rates(n),
+                "n_neighbors_": perplexity_neighbors(perplexity, n - 1) + 1,
+                "n_epochs_": self.n_iter, "init_": self.init}
+
+    def _affinities(self, fit, knn_indices, knn_dists):
+        from unimap.affinity import perplexity_affinities
+
+        P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_)
+        return P
+
+    def _optimize(self, fit, init, seed):
+        from unimap.forces import TSNEForces
         from unimap.gradient_descent import Phase, gradient_descent
 
-        clock = PhaseTimer(self._log)
-        self._check_params()
-        X = check_method_input(X, self.metric, square=True)
-        n = X.shape[0]
-        if n < 2:
-            raise ValueError(f"TSNE needs at least 2 samples, got {n}")
-        seed = seed_from_random_state(self.random_state)
-        self.n_features_in_ = X.shape[1]
-        self.method_ = self._resolve_method(n)
-        self.perplexity_ = effective_perplexity(self.perplexity, n)
-        self.learning_rate_ = self._learning_rates(n)
-        with numba_threads(resolve_n_jobs(self.n_jobs)):
-            with clock.phase("neighbors", lambda: self.knn_method_):
-                knn_idx, knn_dist = self._neighbors(X, n, seed)
-            with clock.phase("affinities", lambda: f"{self.P_.nnz} non-zeros"):
-                self.P_, self.sigmas_ = self._affinities(knn_idx, knn_dist, n)
-            with clock.phase("init", lambda: str(self.init) if isinstance(self.init, str)
-                             else "array"):
-                init = self._initialize(X, seed)
-            with clock.phase("optimize", lambda: f"{n_done} iterations, {self.method_}"):
-                n_early = min(self.early_exaggeration_iter, self.n_iter)
-                phases = [
-                    Phase(n_early, self.early_exaggeration, self.initial_momentum,
-                          self.learning_rate_[0]),
-                    Phase(self.n_iter - n_early, self.exaggeration, self.final_momentum,
-                          self.learning_rate_[1]),
-                ]
-                embedding, kl, n_done = gradient_descent(
-                    init, self.P_, phases, self._repulsion_params(), self.min_gain,
-                    self.max_grad_norm, self.max_step_norm, self.callback, self.callback_every,
-                    self._log if self.verbose else None,
-                )
-
-        self.embedding_ = check_embedding_finite(embedding.astype(np.float32), "TSNE")
-        self.kl_divergence_ = kl
-        self.n_iter_ = n_done
-        self._seed = seed
-        self.timings_ = clock.finish()
-        return self
-
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit and return ``embedding_``, shape (n_samples, n_components)."""
-        return self.fit(X, y).embedding_
+        n_early = min(self.early_exaggeration_iter, self.n_iter)
+        phases = [
+            Phase(n_early, self.early_exaggeration, self.initial_momentum,
+                  fit.learning_rate_[0]),
+            Phase(self.n_iter - n_early, self.exaggeration, self.final_momentum,
+                  fit.learning_rate_[1]),
+        ]
+        forces = TSNEForces(fit.graph_, self._repulsion_params(fit.method_), init.shape[0],
+                            init.shape[1])
+        Y, fit.n_iter_ = gradient_descent(
+            init.astype(np.float64), forces, phases, self.min_gain, self.max_grad_norm,
+            self.max_step_norm, callback=self.callback, callback_every=self.callback_every,
+            log=self._log if self.verbose else None)
+        fit.kl_divergence_ = forces.loss(Y)
+        return Y.astype(np.float32)
 
     def transform(
         self,
@@ -269,63 +298,20 @@ default="pca"
         check_float(momentum, "momentum", 0.0, 1.0, high_inclusive=False)
         if max_grad_norm is not None:
             check_float(max_grad_norm, "max_grad_norm", 0.0, low_inclusive=False)
-        X = check_method_input(X, self.metric, square=False)
-        check_transform_width(X, "TSNE", self.metric, self.embedding_.shape[0],
-                              self.n_features_in_)
+        X = self._check_new_points(X)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             Y = placement.perplexity_placement(
-                self._index, X, self.embedding_, self._repulsion_params(), perplexity, n_iter,
-                learning_rate, exaggeration, momentum, max_grad_norm)
+                self._index, X, self.embedding_, self._repulsion_params(self.method_),
+                perplexity, n_iter, learning_rate, exaggeration, momentum, max_grad_norm)
         return check_embedding_finite(Y, "TSNE.transform")
 
-    # -- phases ------------------------------------------------------------------------------
-    def _neighbors(self, X, n, seed):
-        k = min(int(3 * self.perplexity_), n - 1)
-        k = max(k, 1)
-        if sp.issparse(X):
-            X = X.toarray()
-        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed).build(X)
-        graph = index.knn_graph(k + 1)
-        self._index = index
-        self.knn_method_ = index.method_
-        return graph.indices, graph.distances
+    def _repulsion_params(self, method: str):
+        from unimap.forces import RepulsionParams
 
-    def _affinities(self, knn_idx, knn_dist, n):
-        from unimap.affinity import perplexity_affinities
-
-        return perplexity_affinities(knn_idx, knn_dist, self.perplexity_, n)
-
-    def _initialize(self, X, seed) -> np.ndarray:
-        from unimap import initialization as ini
-
-        n, dim = X.shape[0], self.n_components
-        if not isinstance(self.init, str):
-            self.init_info_ = {"method": "array", "fallback": None}
-            return ini.array_init(self.init, n, dim)
-        if self.init == "random":
-            self.init_info_ = {"method": "random", "fallback": None}
-            rng = np.random.default_rng(seed)
-            return rng.normal(scale=_INIT_STD, size=(n, dim))
-        if self.init == "pca":
-            if self.metric == "precomputed":
-                raise ValueError("init='pca' needs feature vectors, not distances; use "
-                                 "'spectral' or 'random'")
-            self.init_info_ = {"method": "pca", "fallback": None}
-            dense = X.toarray() if sp.issparse(X) else X
-            Y = ini.pca_init(dense, dim, seed)
-        else:
-            data = None if (self.metric == "precomputed" or sp.issparse(X)) else X
-            Y, self.init_info_ = ini.spectral_init(self.P_, dim, seed, data)
-        return ini.rescale_to_std(Y, _INIT_STD)
-
-    def _repulsion_params(self):
-        from unimap.gradient_descent import RepulsionParams
-
-        return RepulsionParams(self.method_, float(self.theta), float(self.dof),
+        return RepulsionParams(method, float(self.theta), float(self.dof),
                                int(self.n_interpolation_points), int(self.min_num_intervals),
                                float(self.ints_in_interval))
 
-    # -- checks ------------------------------------------------------------------------------
     def _learning_rates(self, n: int) -> tuple[float, float]:
         if self.learning_rate != "auto":
             return float(self.learning_rate), float(self.learning_rate)
@@ -346,45 +332,3 @@ default="pca"
             raise ValueError(f"method='fft' supports n_components 1 or 2, got {dim}; "
                              "use 'barnes_hut' for 3 or 'exact' beyond")
         return method
-
-    def _check_params(self) -> None:
-        check_int(self.n_components, "n_components", 1)
-        check_float(self.perplexity, "perplexity", 0.0, low_inclusive=False)
-        check_float(self.early_exaggeration, "early_exaggeration", 0.0, low_inclusive=False)
-        check_int(self.early_exaggeration_iter, "early_exaggeration_iter", 0)
-        check_float(self.exaggeration, "exaggeration", 0.0, low_inclusive=False)
-        if not (isinstance(self.learning_rate, str) and self.learning_rate == "auto"):
-            if isinstance(self.learning_rate, str):
-                raise ValueError(f"learning_rate must be 'auto' or a positive number, got "
-                                 f"{self.learning_rate!r}")
-            check_float(self.learning_rate, "learning_rate", 0.0, low_inclusive=False)
-        check_int(self.n_iter, "n_iter", 1)
-        check_float(self.initial_momentum, "initial_momentum", 0.0, 1.0, high_inclusive=False)
-        check_float(self.final_momentum, "final_momentum", 0.0, 1.0, high_inclusive=False)
-        check_float(self.min_gain, "min_gain", 0.0)
-        for name in ("max_grad_norm", "max_step_norm"):
-            if getattr(self, name) is not None:
-                check_float(getattr(self, name), name, 0.0, low_inclusive=False)
-        check_choice(self.method, "method", _METHODS)
-        check_float(self.theta, "theta", 0.0)
-        check_int(self.n_interpolation_points, "n_interpolation_points", 1)
-        check_int(self.min_num_intervals, "min_num_intervals", 1)
-        check_float(self.ints_in_interval, "ints_in_interval", 0.0, low_inclusive=False)
-        check_choice(self.metric, "metric", METRICS)
-        if isinstance(self.init, str):
-            check_choice(self.init, "init", _INITS)
-        check_float(self.dof, "dof", 0.0, low_inclusive=False)
-        check_choice(self.knn_method, "knn_method", METHODS)
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be callable (iteration, kl_divergence, embedding)")
-        check_int(self.callback_every, "callback_every", 1)
-        check_bool(self.verbose, "verbose")
-        resolve_n_jobs(self.n_jobs)
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "embedding_"):
-            raise RuntimeError("this TSNE instance is not fitted yet; call fit first")
-
-    def _log(self, message: str) -> None:
-        if self.verbose:
-            print(f"[unimap.TSNE] {message}", flush=True)

@@ -1,8 +1,9 @@
-"""UMAP (McInnes, Healy & Melville 2018) as a configuration of unimap's shared parts.
+"""UMAP (McInnes, Healy & Melville 2018) as a declaration of unimap's shared parts.
 
 neighbours (:mod:`unimap.neighbors`) → fuzzy simplicial set (:mod:`unimap.affinity`) →
-initialization (:mod:`unimap.initialization`) → kernel ``1/(1 + a d^(2b))``
-(:mod:`unimap.kernel`) → edge-sampled SGD (:mod:`unimap.optimize`).
+initialization (:mod:`unimap.initialization`, [0, 10] box) → kernel ``1/(1 + a d^(2b))``
+(:mod:`unimap.kernel`) → edge-sampled SGD (:mod:`unimap.optimize`); new points by
+:func:`unimap.placement.fuzzy_placement`.
 """
 
 from __future__ import annotations
@@ -10,30 +11,42 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import numpy as np
-import scipy.sparse as sp
-
-from unimap._validation import (
-    check_array,
-    check_bool,
-    check_choice,
-    check_embedding_finite,
-    check_float,
-    check_int,
-    numba_threads,
-    resolve_n_jobs,
-    seed_from_random_state,
+from unimap._params import (
+    AnyOf,
+    ArrayLike,
+    Boolean,
+    Integer,
+    Jobs,
+    Optional,
+    Options,
+    Real,
+    Seed,
 )
-from unimap.methods._base import PhaseTimer, check_transform_width
-from unimap.neighbors import METHODS, METRICS, NeighborIndex
+from unimap.methods._base import NeighborEmbedding
+from unimap.neighbors import METHODS, METRICS
 
-__all__ = ["UMAP"]
+__all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
-_INITS = ("spectral", "pca", "random")
-_MAX_DENSE_BYTES = 4 << 30
+SMALL_DATA = 10_000  # UMAP's epoch rule: 500 epochs up to this many points, else 200
 
 
-class UMAP:
+def umap_epochs(n: int) -> int:
+    """UMAP's default epoch count: 500 for up to 10,000 points, else 200."""
+    return 500 if n <= SMALL_DATA else 200
+
+
+def capped_n_neighbors(n_neighbors: int, n: int) -> int:
+    """``n_neighbors`` capped at the number of samples, with a warning."""
+    if n_neighbors > n:
+        warnings.warn(
+            f"n_neighbors={n_neighbors} is larger than the number of samples ({n}); "
+            f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=4,
+        )
+        return n
+    return n_neighbors
+
+
+class UMAP(NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
 
     The optimizer is unimap's edge-coloured threaded SGD (see :mod:`unimap._kernels.umap_sgd`):
@@ -100,9 +113,34 @@ default="spectral"
     knn_method_ : str
         Neighbour backend used.
     n_features_in_ : int
+    init_ : str or ndarray
+        The initialization used (``init``).
     timings_ : dict
-        Seconds spent in each phase: ``neighbors``, ``graph``, ``init``, ``optimize``, ``total``.
+        Seconds spent in each phase: ``neighbors``, ``affinities``, ``init``, ``optimize``,
+        ``total``.
     """
+
+    _parameter_constraints = {
+        "n_neighbors": Integer(2),
+        "n_components": Integer(1),
+        "metric": Options(*METRICS),
+        "n_epochs": Optional(Integer(1)),
+        "learning_rate": Real(0.0, low_inclusive=False),
+        "init": AnyOf(Options("spectral", "pca", "random"), ArrayLike()),
+        "min_dist": Real(0.0),
+        "spread": Real(0.0, low_inclusive=False),
+        "set_op_mix_ratio": Real(0.0, 1.0),
+        "local_connectivity": Real(0.0),
+        "repulsion_strength": Real(0.0),
+        "negative_sample_rate": Real(0.0, low_inclusive=False),
+        "a": Optional(Real(0.0, low_inclusive=False)),
+        "b": Optional(Real(0.0, low_inclusive=False)),
+        "random_state": Seed(),
+        "n_jobs": Jobs(),
+        "knn_method": Options(*METHODS),
+        "precomputed_knn": Optional(ArrayLike()),
+        "verbose": Boolean(),
+    }
 
     def __init__(
         self,
@@ -146,211 +184,62 @@ default="spectral"
         self.precomputed_knn = precomputed_knn
         self.verbose = verbose
 
-    # -- public API ------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None) -> UMAP:
-        """Embed ``X`` of shape (n_samples, n_features). Returns ``self``."""
+    def _expected_failed_checks(self) -> dict[str, str]:
+        return {**super()._expected_failed_checks(),
+                "check_methods_subset_invariance": self._SUBSET_VARIANCE}
+
+    def _check_param_relations(self) -> None:
+        check_kernel_params(self)
+
+    def _resolve(self, n: int) -> dict:
         from unimap.kernel import find_ab_params
 
-        clock = PhaseTimer(self._log)
-        self._check_params()
-        X = self._check_X(X)
-        n = X.shape[0]
-        seed = seed_from_random_state(self.random_state)
-        self._seed = seed
-        n_threads = resolve_n_jobs(self.n_jobs)
-        self.n_features_in_ = X.shape[1]
-        self.n_neighbors_ = self._effective_n_neighbors(n)
-        if self.a is None or self.b is None:
-            self.a_, self.b_ = find_ab_params(self.spread, self.min_dist)
+        if self.a is None:
+            a, b = find_ab_params(self.spread, self.min_dist)
         else:
-            self.a_, self.b_ = float(self.a), float(self.b)
-        self.n_epochs_ = self.n_epochs if self.n_epochs is not None else (
-            500 if n <= 10_000 else 200)
+            a, b = float(self.a), float(self.b)
+        return {"n_neighbors_": capped_n_neighbors(self.n_neighbors, n), "a_": a, "b_": b,
+                "n_epochs_": self.n_epochs if self.n_epochs is not None else umap_epochs(n),
+                "init_": self.init}
 
-        with numba_threads(n_threads):
-            with clock.phase("neighbors", lambda: self.knn_method_):
-                knn_idx, knn_dist = self._neighbors(X, seed)
-            with clock.phase("graph", lambda: f"{self.graph_.nnz} edges"):
-                self.graph_, self.sigmas_, self.rhos_ = self._graph(knn_idx, knn_dist)
-                self.knn_indices_, self.knn_dists_ = knn_idx, knn_dist
-            with clock.phase("init", lambda: self.init_info_["method"]):
-                graph = self._prune(self.graph_, self.n_epochs_)
-                init = self._initialize(X, graph, seed)
-            with clock.phase("optimize", lambda: f"{self.n_epochs_} epochs"):
-                embedding = self._optimize(init, graph, seed)
-
-        self.embedding_ = check_embedding_finite(embedding, "UMAP")
-        self.timings_ = clock.finish()
-        return self
-
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit and return ``embedding_``, shape (n_samples, n_components)."""
-        return self.fit(X, y).embedding_
-
-    def transform(self, X: Any) -> np.ndarray:
-        """Embed new points into the fitted embedding (training points stay fixed).
-
-        Each new point starts at the membership-weighted mean of its neighbours' embedding and
-        is optimized against the fixed training embedding. The result of a point does not
-        depend on the other points in the batch.
-
-        Parameters
-        ----------
-        X : array of shape (m, n_features), or (m, n_train) distances if precomputed
-
-        Returns
-        -------
-        embedding : ndarray of shape (m, n_components), float32
-        """
-        from unimap.placement import fuzzy_placement, transform_epochs
-
-        self._check_fitted()
-        if self._index is None:
-            raise ValueError("transform is unavailable when fitted with precomputed_knn")
-        X = self._check_X(X)
-        check_transform_width(X, "UMAP", self.metric, self.embedding_.shape[0],
-                              self.n_features_in_)
-        n_epochs = transform_epochs(self.embedding_.shape[0], self.n_epochs)
-        with numba_threads(resolve_n_jobs(self.n_jobs)):
-            embedding = fuzzy_placement(
-                self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
-                self.a_, self.b_, self._seed, n_epochs, self.learning_rate / 4.0,
-                self.repulsion_strength, self.negative_sample_rate)
-        return check_embedding_finite(embedding, "UMAP.transform")
-
-    # -- phases ------------------------------------------------------------------------------
-    def _neighbors(self, X, seed):
-        if self.precomputed_knn is not None:
-            self._index = None
-            self.knn_method_ = "precomputed"
-            return self._check_precomputed_knn(X.shape[0])
-        if sp.issparse(X):
-            if X.shape[0] * X.shape[1] * 4 > _MAX_DENSE_BYTES:
-                raise ValueError(
-                    f"sparse X of shape {X.shape} is too large to densify for the neighbour "
-                    "search; reduce it first (e.g. unimap.PCA or TruncatedSVD)"
-                )
-            X = X.toarray()
-        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed).build(X)
-        graph = index.knn_graph(self.n_neighbors_)
-        self._index = index
-        self.knn_method_ = index.method_
-        return graph.indices, graph.distances
-
-    def _graph(self, knn_idx, knn_dist):
+    def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity import fuzzy_simplicial_set
-
-        return fuzzy_simplicial_set(knn_idx, knn_dist, knn_idx.shape[0],
-                                    self.local_connectivity, self.set_op_mix_ratio)
-
-    @staticmethod
-    def _prune(graph, n_epochs):
         from unimap.optimize import prune_graph
 
-        return prune_graph(graph, n_epochs)
+        graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
+            knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio)
+        fit._pruned = prune_graph(graph, fit.n_epochs_)
+        return graph
 
-    def _initialize(self, X, graph, seed) -> np.ndarray:
-        from unimap import initialization as ini
+    def _init_graph(self, fit):
+        return fit._pruned
 
-        n, dim = graph.shape[0], self.n_components
-        if isinstance(self.init, str) and self.init == "random":
-            self.init_info_ = {"method": "random", "fallback": None}
-            return ini.random_init(n, dim, seed)
-        if not isinstance(self.init, str):
-            self.init_info_ = {"method": "array", "fallback": None}
-            return ini.array_init(self.init, n, dim)
-        if self.init == "pca":
-            if self.metric == "precomputed" or sp.issparse(X):
-                raise ValueError("init='pca' needs dense feature vectors, not distances "
-                                 "or a sparse matrix; use 'spectral' or 'random'")
-            self.init_info_ = {"method": "pca", "fallback": None}
-            Y = ini.pca_init(X, dim, seed)
-        else:
-            data = None if (self.metric == "precomputed" or sp.issparse(X)) else X
-            Y, self.init_info_ = ini.spectral_init(graph, dim, seed, data)
-            if self.init_info_["fallback"] is not None:
-                return Y  # random fallback keeps its own scale
-        return ini.rescale_to_box(Y, 10.0)
-
-    def _optimize(self, init, graph, seed):
+    def _optimize(self, fit, init, seed):
         from unimap.optimize import umap_sgd
 
-        return umap_sgd(init, None, graph, self.n_epochs_, self.a_, self.b_, seed,
+        graph = fit.__dict__.pop("_pruned")  # not kept: graph_ holds the full graph
+        return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
                         learning_rate=self.learning_rate,
                         repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate)
 
-    # -- checks ------------------------------------------------------------------------------
-    def _check_params(self) -> None:
-        check_int(self.n_neighbors, "n_neighbors", 2)
-        check_int(self.n_components, "n_components", 1)
-        check_choice(self.metric, "metric", METRICS)
-        if self.n_epochs is not None:
-            check_int(self.n_epochs, "n_epochs", 1)
-        check_float(self.learning_rate, "learning_rate", 0.0, low_inclusive=False)
-        if isinstance(self.init, str):
-            check_choice(self.init, "init", _INITS)
-        check_float(self.spread, "spread", 0.0, low_inclusive=False)
-        check_float(self.min_dist, "min_dist", 0.0, self.spread)
-        check_float(self.set_op_mix_ratio, "set_op_mix_ratio", 0.0, 1.0)
-        check_float(self.local_connectivity, "local_connectivity", 0.0)
-        check_float(self.repulsion_strength, "repulsion_strength", 0.0)
-        check_float(self.negative_sample_rate, "negative_sample_rate", 0.0,
-                    low_inclusive=False)
-        for name in ("a", "b"):
-            if getattr(self, name) is not None:
-                check_float(getattr(self, name), name, 0.0, low_inclusive=False)
-        if (self.a is None) != (self.b is None):
-            raise ValueError("a and b must be given together (or both left as None)")
-        check_choice(self.knn_method, "knn_method", METHODS)
-        check_bool(self.verbose, "verbose")
-        resolve_n_jobs(self.n_jobs)
+    def _place(self, X):
+        """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to
+        the ``n_neighbors_`` nearest training points, start at their membership-weighted
+        mean, then UMAP's SGD against the fixed embedding at a quarter of the fit's step."""
+        from unimap.placement import fuzzy_placement, transform_epochs
 
-    def _check_X(self, X):
-        X = check_array(X, accept_sparse=self.metric != "precomputed", min_samples=1)
-        if self.metric == "precomputed" and not hasattr(self, "embedding_"):
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(
-                    f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
-                )
-            if (X < 0).any():
-                raise ValueError("metric='precomputed' distances must be non-negative")
-        return X
+        n_epochs = transform_epochs(self.embedding_.shape[0], self.n_epochs)
+        return fuzzy_placement(
+            self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
+            self.a_, self.b_, self._seed, n_epochs, self.learning_rate / 4.0,
+            self.repulsion_strength, self.negative_sample_rate)
 
-    def _effective_n_neighbors(self, n: int) -> int:
-        if n < 2:
-            raise ValueError(f"UMAP needs at least 2 samples, got {n}")
-        if self.n_neighbors > n:
-            warnings.warn(
-                f"n_neighbors={self.n_neighbors} is larger than the number of samples ({n}); "
-                f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=3,
-            )
-            return n
-        return self.n_neighbors
 
-    def _check_precomputed_knn(self, n: int):
-        try:
-            idx, dist = self.precomputed_knn
-        except (TypeError, ValueError):
-            raise TypeError("precomputed_knn must be a tuple (indices, distances)") from None
-        idx, dist = np.asarray(idx), np.asarray(dist)
-        k = self.n_neighbors_
-        if idx.shape != dist.shape or idx.ndim != 2 or idx.shape[0] != n or idx.shape[1] < k:
-            raise ValueError(
-                f"precomputed_knn arrays must both have shape ({n}, >= {k}); got "
-                f"{idx.shape} and {dist.shape}"
-            )
-        if idx.min() < 0 or idx.max() >= n:
-            raise ValueError(f"precomputed_knn indices must lie in [0, {n - 1}]")
-        if not np.isfinite(dist).all() or (dist < 0).any():
-            raise ValueError("precomputed_knn distances must be finite and non-negative")
-        return (np.ascontiguousarray(idx[:, :k], dtype=np.int32),
-                np.ascontiguousarray(dist[:, :k], dtype=np.float32))
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "embedding_"):
-            raise RuntimeError("this UMAP instance is not fitted yet; call fit first")
-
-    def _log(self, message: str) -> None:
-        if self.verbose:
-            print(f"[unimap.UMAP] {message}", flush=True)
+def check_kernel_params(estimator: Any) -> None:
+    """``min_dist <= spread``, and ``a``, ``b`` given together (UMAP and GDR)."""
+    if estimator.min_dist > estimator.spread:
+        raise ValueError(f"min_dist must be at most spread ({estimator.spread}), got "
+                         f"{estimator.min_dist}")
+    if (estimator.a is None) != (estimator.b is None):
+        raise ValueError("a and b must be given together (or both left as None)")

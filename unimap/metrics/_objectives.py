@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._validation import check_array, check_float, numba_threads, resolve_n_jobs
+from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._validation import check_array, check_float
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_square_sparse
 

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap._validation import check_int, numba_threads, resolve_n_jobs
+from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._validation import check_int
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_pair, _check_trustworthiness_neighbors
 from unimap.metrics._common import _prepare_rows, _rng
