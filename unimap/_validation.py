@@ -206,3 +206,23 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
         if (X < 0).any():
             raise ValueError("metric='precomputed' distances must be non-negative")
     return X
+
+
+def check_knn_graph(knn: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a user's kNN graph ``(indices, distances)`` of ``n`` points with at least
+    ``k`` columns (column 0 the point itself); return its first ``k`` columns as int32 and
+    float32."""
+    try:
+        idx, dist = knn
+    except (TypeError, ValueError):
+        raise TypeError("precomputed_knn must be a tuple (indices, distances)") from None
+    idx, dist = np.asarray(idx), np.asarray(dist)
+    if idx.shape != dist.shape or idx.ndim != 2 or idx.shape[0] != n or idx.shape[1] < k:
+        raise ValueError(f"precomputed_knn arrays must both have shape ({n}, >= {k}); got "
+                         f"{idx.shape} and {dist.shape}")
+    if idx.min() < 0 or idx.max() >= n:
+        raise ValueError(f"precomputed_knn indices must lie in [0, {n - 1}]")
+    if not np.isfinite(dist).all() or (dist < 0).any():
+        raise ValueError("precomputed_knn distances must be finite and non-negative")
+    return (np.ascontiguousarray(idx[:, :k], dtype=np.int32),
+            np.ascontiguousarray(dist[:, :k], dtype=np.float32))

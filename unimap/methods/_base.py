@@ -209,7 +209,8 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""
-        from unimap.neighbors import NeighborIndex, check_knn_graph
+        from unimap._validation import check_knn_graph
+        from unimap.neighbors import NeighborIndex
 
         k = fit.n_neighbors_
         if self.precomputed_knn is not None:
