@@ -555,11 +555,11 @@ def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
     # garbage (it went negative for b >= 1.3 when u was floored at 1e-30).
     import numba
 
-    from unimap._kernels.gdr import tsne_kernel, umap_attraction_coeff, umap_repulsion_coeff
+    from unimap._kernels.lowdim import ab_kernel, umap_attraction_coeff, umap_repulsion_coeff
 
     @numba.njit
     def coefficients(u, a, b):
-        w, g = tsne_kernel(u, a, b)
+        w, g = ab_kernel(u, a, b)
         return umap_repulsion_coeff(u, a, b, np.float32(1e-3)), umap_attraction_coeff(
             u, a, b), w, g
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.lowdim import student_t_pair
+
 # Most points in a leaf that does not hold coinciding points. At n = 70,000 (2-D, theta 0.5,
 # one thread) 8 against 1: build 3.3 ms against 11 ms, traversal 84 ms against 108 ms; larger
 # leaves gain little more with dof = 1 and lose with dof != 1 (a power per exact pair).
@@ -389,17 +391,6 @@ def _summarise(points, start, end, parent):
 
 
 @numba.njit(inline="always", cache=True)
-def _kernel(d2, dof):
-    """``(w, w ** ((dof + 1) / dof))`` for ``w = (1 + d2 / dof) ** -dof``; one power at most."""
-    if dof == 1.0:
-        w = 1.0 / (1.0 + d2)
-        return w, w * w
-    base = 1.0 + d2 / dof
-    w = base ** -dof
-    return w, w / base
-
-
-@numba.njit(inline="always", cache=True)
 def _repel_2d(y0, y1, p, points, start, end, skip, com, count, side2, theta2, dof):
     """Repulsion sums ``(f0, f1, z)`` on ``(y0, y1)``, leaving out tree position ``p`` (-1: none).
 
@@ -420,7 +411,7 @@ def _repel_2d(y0, y1, p, points, start, end, skip, com, count, side2, theta2, do
             d1 = y1 - com[k, 1]
             d2 = d0 * d0 + d1 * d1
             if side2[k] < theta2 * d2:
-                w, wf = _kernel(d2, dof)
+                w, wf = student_t_pair(d2, dof)
                 m = count[k]
                 z += m * w
                 wf *= m
@@ -434,7 +425,7 @@ def _repel_2d(y0, y1, p, points, start, end, skip, com, count, side2, theta2, do
                 if q != p:
                     d0 = y0 - points[q, 0]
                     d1 = y1 - points[q, 1]
-                    w, wf = _kernel(d0 * d0 + d1 * d1, dof)
+                    w, wf = student_t_pair(d0 * d0 + d1 * d1, dof)
                     z += w
                     f0 += wf * d0
                     f1 += wf * d1
@@ -462,7 +453,7 @@ def _repel_3d(y0, y1, y2, p, points, start, end, skip, com, count, side2, theta2
             d2 = y2 - com[k, 2]
             r2 = d0 * d0 + d1 * d1 + d2 * d2
             if side2[k] < theta2 * r2:
-                w, wf = _kernel(r2, dof)
+                w, wf = student_t_pair(r2, dof)
                 m = count[k]
                 z += m * w
                 wf *= m
@@ -478,7 +469,7 @@ def _repel_3d(y0, y1, y2, p, points, start, end, skip, com, count, side2, theta2
                     d0 = y0 - points[q, 0]
                     d1 = y1 - points[q, 1]
                     d2 = y2 - points[q, 2]
-                    w, wf = _kernel(d0 * d0 + d1 * d1 + d2 * d2, dof)
+                    w, wf = student_t_pair(d0 * d0 + d1 * d1 + d2 * d2, dof)
                     z += w
                     f0 += wf * d0
                     f1 += wf * d1

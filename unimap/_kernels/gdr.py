@@ -7,7 +7,8 @@ no races and the result is bitwise the same for any number of threads.
 
 Notation and sampling
 ---------------------
-``u_ij = |y_i − y_j|²``, low-dimensional kernel ``w_ij = q(u_ij) = 1 / (1 + a u_ij^b)``.
+``u_ij = |y_i − y_j|²``, low-dimensional kernel ``w_ij = q(u_ij) = 1 / (1 + a u_ij^b)`` (its
+formulas, ε and the power's floor: :mod:`unimap._kernels.lowdim`).
 Row ``i`` of P holds ``deg_i`` edges; its repulsion uses ``S_i = max(1, round(m·deg_i))``
 negative samples (``m`` = ``n_negatives`` per edge), each uniform over the ``n − 1`` points
 other than ``i``. The s-th sample of row i belongs to repeat ``r = s div deg_i`` of edge
@@ -101,58 +102,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap._kernels.fastpow import fast_pow
+from unimap._kernels.lowdim import (
+    ab_kernel,
+    ab_kernel_unit_b,
+    umap_attraction_coeff,
+    umap_repulsion_coeff,
+)
 from unimap._kernels.rng import bounded, hash_combine, mix64
 
 _ONE = np.float32(1.0)
-_TWO = np.float32(2.0)
-_POW_FLOOR = np.float32(1e-8)  # fast_pow's range starts here: its result must be a normal float
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _pow_b(u, b):
-    """``u ** b`` for float32 u > 0 (exact for b = 1)."""
-    if b == _ONE:
-        return u
-    return fast_pow(u, b)
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def umap_attraction_coeff(u, a, b):
-    """``2ab u^(b−1) / (1 + a u^b)`` for u > 0."""
-    if b == _ONE:
-        return _TWO * a / (_ONE + a * u)
-    ub1 = fast_pow(max(u, _POW_FLOOR), b - _ONE)
-    return _TWO * a * b * ub1 / (_ONE + a * ub1 * u)
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def umap_repulsion_coeff(u, a, b, eps):
-    """``2b / ((ε + u)(1 + a u^b))``; finite at u = 0, where the direction it multiplies is 0.
-    u is raised to 1e-8 (beside ε = 1e-3 nothing changes): with the former 1e-30, u^b left
-    fast_pow's range for b ≥ 1.3 and coincident points got a negative coefficient."""
-    u = max(u, _POW_FLOOR)
-    return _TWO * b / ((eps + u) * (_ONE + a * _pow_b(u, b)))
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def unit_b_kernel(u, a):
-    """:func:`tsne_kernel` at b = 1, ``(w, a w)`` with ``w = 1/(1 + a u)``, for u > 0 (at
-    u = 0 it gives ``g = a``, harmless where g multiplies the zero direction)."""
-    w = _ONE / (_ONE + a * u)
-    return w, a * w
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def tsne_kernel(u, a, b):
-    """``(w, g)`` with ``w = 1/(1 + a u^b)`` and ``g = a b u^(b−1) w``; ``(1, 0)`` at u = 0."""
-    if u <= 0.0:
-        return _ONE, np.float32(0.0)
-    if b == _ONE:
-        return unit_b_kernel(u, a)
-    ub1 = fast_pow(max(u, _POW_FLOOR), b - _ONE)
-    w = _ONE / (_ONE + a * ub1 * u)
-    return w, a * b * ub1 * w
 
 
 @numba.njit(inline="always", cache=True)
@@ -405,7 +363,7 @@ def _tsne_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks):
         marks[j] = 1
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
-        w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+        w, g = ab_kernel(d0 * d0 + d1 * d1, a, b)
         z += w
         pg = data[e] * g
         wg = w * g
@@ -426,7 +384,7 @@ def _tsne_attract_2d(Y, y0, y1, indptr, indices, data, i, a, b):
         d1 = y1 - Y[j, 1]
         u = d0 * d0 + d1 * d1
         if u > 0.0:
-            coef = data[e] * tsne_kernel(u, a, b)[1]
+            coef = data[e] * ab_kernel(u, a, b)[1]
             f0 += coef * d0
             f1 += coef * d1
     return f0, f1
@@ -437,7 +395,7 @@ def _tsne_far_2d(Y, y0, y1, k, a, b, marks):
     """``(w, w g d0, w g d1)`` of the pair (i, k), or zeros when k is a neighbour of i."""
     d0 = y0 - Y[k, 0]
     d1 = y1 - Y[k, 1]
-    w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+    w, g = ab_kernel(d0 * d0 + d1 * d1, a, b)
     w = w * np.float32(1 - marks[k])
     coef = w * g
     return w, coef * d0, coef * d1
@@ -503,7 +461,7 @@ def _shared_far_tile_2d(tile, positions, a, b):
             for t in range(_TILE):
                 d0 = ty0[t] - q0
                 d1 = ty1[t] - q1
-                w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+                w, g = ab_kernel(d0 * d0 + d1 * d1, a, b)
                 tz[t] += w
                 coef = w * g
                 tr0[t] += coef * d0
@@ -514,7 +472,7 @@ def _shared_far_tile_2d(tile, positions, a, b):
 def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
     """Row i's sums over its edges (attraction; exact near-field repulsion and z; the shared
     samples that hit a neighbour): ``(f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1)``.
-    ``unit_b`` (a constant at each call) selects ``1/(1 + a u)`` without tsne_kernel's two
+    ``unit_b`` (a constant at each call) selects ``1/(1 + a u)`` without ab_kernel's two
     branches per edge: MNIST-70k, 3.1M edges, near field and attraction 7.5 -> 6.1 ms per
     epoch, the default epoch 10.5 -> 9.2 ms (``benchmarks/gdr_epoch.py``)."""
     f0 = np.float32(0.0)
@@ -532,9 +490,9 @@ def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
         if unit_b:  # at u = 0 the direction is 0: g's value there does not matter
-            w, g = unit_b_kernel(d0 * d0 + d1 * d1, a)
+            w, g = ab_kernel_unit_b(d0 * d0 + d1 * d1, a)
         else:
-            w, g = tsne_kernel(d0 * d0 + d1 * d1, a, b)
+            w, g = ab_kernel(d0 * d0 + d1 * d1, a, b)
         pg = data[e] * g
         wg = w * g
         f0 += pg * d0
@@ -557,7 +515,7 @@ def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, 
     point itself (w = 1, d = 0) or a neighbour (exact in the near field) are subtracted."""
     y0 = Y[i, 0]
     y1 = Y[i, 1]
-    # t-SNE's kernel (b = 1) gets a loop of its own, free of tsne_kernel's branches
+    # t-SNE's kernel (b = 1) gets a loop of its own, free of ab_kernel's branches
     if b == _ONE:
         f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _shared_near_2d(
             Y, y0, y1, indptr, indices, data, i, a, b, hits, True)
@@ -625,14 +583,14 @@ def _tsne_attract_nd(Y, A, i, indptr, indices, data, scale, a, b):
         j = indices[e]
         u = _sq_dist(Y, i, j)
         if u > 0.0:
-            coef = scale * data[e] * tsne_kernel(u, a, b)[1]
+            coef = scale * data[e] * ab_kernel(u, a, b)[1]
             for c in range(Y.shape[1]):
                 A[i, c] += coef * (Y[i, c] - Y[j, c])
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _tsne_repel_nd(Y, R, i, k, a, b, weight):
-    w, g = tsne_kernel(_sq_dist(Y, i, k), a, b)
+    w, g = ab_kernel(_sq_dist(Y, i, k), a, b)
     w *= weight
     coef = w * g
     for c in range(Y.shape[1]):
