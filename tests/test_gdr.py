@@ -16,7 +16,9 @@ import pytest
 import scipy.sparse as sp
 
 from unimap import GDR
-from unimap._kernels.gdr import n_samples_of_row, tsne_forces, umap_epoch
+from unimap._kernels.gdr_normalized import tsne_forces
+from unimap._kernels.gdr_sampling import n_samples_of_row
+from unimap._kernels.gdr_unnormalized import umap_epoch
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 
 f32 = np.float32
@@ -575,7 +577,8 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
-from unimap._kernels.gdr import tsne_forces, umap_epoch
+from unimap._kernels.gdr_normalized import tsne_forces
+from unimap._kernels.gdr_unnormalized import umap_epoch
 
 f32 = np.float32
 rng = np.random.default_rng(0)
