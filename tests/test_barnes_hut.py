@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from unimap._kernels.barnes_hut import LEAF_SIZE
+from unimap._kernels.bh_tree import LEAF_SIZE
 from unimap._threads import numba_threads
 from unimap.barnes_hut import bh_repulsion, bh_repulsion_query, build_tree
 

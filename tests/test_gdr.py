@@ -17,7 +17,9 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from unimap import GDR
-from unimap._kernels.gdr import n_samples_of_row, tsne_forces, umap_epoch
+from unimap._kernels.gdr_normalized import tsne_forces
+from unimap._kernels.gdr_sampling import n_samples_of_row
+from unimap._kernels.gdr_unnormalized import umap_epoch
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 
 f32 = np.float32
@@ -556,11 +558,11 @@ def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
     # garbage (it went negative for b >= 1.3 when u was floored at 1e-30).
     import numba
 
-    from unimap._kernels.gdr import tsne_kernel, umap_attraction_coeff, umap_repulsion_coeff
+    from unimap._kernels.lowdim import ab_kernel, umap_attraction_coeff, umap_repulsion_coeff
 
     @numba.njit
     def coefficients(u, a, b):
-        w, g = tsne_kernel(u, a, b)
+        w, g = ab_kernel(u, a, b)
         return umap_repulsion_coeff(u, a, b, np.float32(1e-3)), umap_attraction_coeff(
             u, a, b), w, g
 
@@ -576,7 +578,8 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
-from unimap._kernels.gdr import tsne_forces, umap_epoch
+from unimap._kernels.gdr_normalized import tsne_forces
+from unimap._kernels.gdr_unnormalized import umap_epoch
 
 f32 = np.float32
 rng = np.random.default_rng(0)

@@ -45,11 +45,11 @@ def test_sgd_coefficients_finite_at_zero_distance_for_any_b():
     # Two points on top of each other: fast_pow(0, b) would leave its range for b >= 1, so the
     # kernels offset its argument; the repulsion must stay finite and equal the limit
     # 2γb / ε, the attraction 0.
-    from unimap._kernels.umap_sgd import _attraction_coeff, _repulsion_coeff
+    from unimap._kernels.lowdim import sgd_attraction_coeff, sgd_repulsion_coeff
 
     @numba.njit
     def coefficients(d2, a, b):
-        return _repulsion_coeff(d2, a, b, np.float32(1.0)), _attraction_coeff(d2, a, b)
+        return sgd_repulsion_coeff(d2, a, b, np.float32(1.0)), sgd_attraction_coeff(d2, a, b)
 
     for b in (0.5, 0.79, 0.9, 1.0, 1.5, 1.93, 2.5):
         for d2 in (0.0, 1e-12, 1e-6):

@@ -13,7 +13,7 @@ the same for new points against a fixed embedding (the tree is built once with
 A cell of the quadtree (2-D) or octree (3-D) is summarised by its centre of mass when
 ``cell side width / distance(point, centre of mass) < theta``, the criterion of openTSNE and
 scikit-learn; ``theta = 0`` gives the exact sums. Results do not depend on the thread count.
-See :mod:`unimap._kernels.barnes_hut` for the tree's layout.
+See :mod:`unimap._kernels.bh_tree` for the tree's layout.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from unimap._kernels import barnes_hut as _bh
+from unimap._kernels import bh_tree as _tree
 
 __all__ = ["BHTree", "bh_repulsion", "bh_repulsion_query", "build_tree"]
 
@@ -121,7 +122,7 @@ def build_tree(Y: np.ndarray) -> BHTree:
         If ``d`` is not 2 or 3 or ``Y`` is not finite.
     """
     Y = _check_points(Y, "Y")
-    return BHTree(*_bh.build_tree(Y))
+    return BHTree(*_tree.build_tree(Y))
 
 
 def bh_repulsion(Y: np.ndarray, theta: float = 0.5, dof: float = 1.0) -> tuple[np.ndarray, float]:
@@ -151,7 +152,7 @@ def bh_repulsion(Y: np.ndarray, theta: float = 0.5, dof: float = 1.0) -> tuple[n
     """
     Y = _check_points(Y, "Y")
     theta, dof = _check_params(theta, dof)
-    tree = BHTree(*_bh.build_tree(Y))
+    tree = BHTree(*_tree.build_tree(Y))
     forces = np.empty_like(Y)
     z = _bh.repulsion_fit(tree.points, tree.order, tree.start, tree.end, tree.skip, tree.com,
                           tree.count, tree.side2, theta, dof, forces)

@@ -1,4 +1,8 @@
-"""The low-dimensional kernel ``q(d) = 1 / (1 + a·d^(2b))`` shared by UMAP, t-SNE and GDR."""
+"""The fit of ``a, b`` for the low-dimensional kernel ``q(d) = 1 / (1 + a·d^(2b))`` of UMAP and GDR.
+
+The kernel itself, with its gradient coefficients and t-SNE's Student-t kernel, is written once,
+for the numba loops, in :mod:`unimap._kernels.lowdim`.
+"""
 
 from __future__ import annotations
 

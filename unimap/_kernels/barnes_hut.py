@@ -1,20 +1,10 @@
-"""Barnes-Hut repulsion for t-SNE (van der Maaten 2014): a 2-D quadtree / 3-D octree in numba.
+"""Barnes-Hut repulsion for t-SNE (van der Maaten 2014): the tree's traversal, in numba.
 
-The tree is a *compressed* space-partitioning tree over a copy of the points reordered so that
-every node owns a contiguous range ``[start, end)`` of them:
-
-- A node's cell is the smallest dyadic sub-cell of the root square/cube that holds its points'
-  bounding box, so chains of single-child cells (a tight cluster far from the rest) collapse
-  into one node; a cell is opened into its non-empty children only, of which it has at least 2.
-  Acceptance decisions are the same as in an uncompressed quadtree: a chain's cells share one
-  centre of mass and the kept cell is the smallest of them.
-- Nodes are stored in depth-first pre-order with a ``skip`` index (the node after the subtree):
-  the first child of node ``k`` is ``k + 1``, a leaf has ``skip[k] == k + 1``. The traversal is
-  then a loop without a stack that walks the node arrays forward.
-- A leaf holds at most ``LEAF_SIZE`` points, or more when they coincide (zero bounding box) or
-  when its cell is ``MAX_LEVEL`` halvings below the root (points closer than ~1e-38 of the
-  data's span); so duplicates cannot recurse forever. Leaves that are not summarised are summed
-  point by point, so the depth cap never costs exactness.
+The tree (a compressed 2-D quadtree / 3-D octree whose nodes own contiguous ranges of the
+reordered points, stored in pre-order with skip indices) is built by
+:mod:`unimap._kernels.bh_tree`; its layout is described there. The kernel is the Student-t
+``w = (1 + d²/dof)^-dof`` with the force factor ``w^((dof+1)/dof)``
+(:func:`unimap._kernels.lowdim.student_t_pair`).
 
 Summary criterion (openTSNE's and sklearn's): a node is summarised by its centre of mass when
 ``cell side width / distance(point, centre of mass) < theta``. With ``theta = 0`` no node is
@@ -35,418 +25,35 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# Most points in a leaf that does not hold coinciding points. At n = 70,000 (2-D, theta 0.5,
-# one thread) 8 against 1: build 3.3 ms against 11 ms, traversal 84 ms against 108 ms; larger
-# leaves gain little more with dof = 1 and lose with dof != 1 (a power per exact pair).
-LEAF_SIZE = 8
-MAX_LEVEL = 128  # most halvings of the root cell (then a leaf holds the points whatever they are)
-CODE_BITS = (0, 0, 31, 21)  # Morton code bits per coordinate, by dimension (62 and 63 in all)
+from unimap._kernels.bh_tree import CODE_BITS, LEAF_SIZE, _code_frame, _morton_sort, build_tree
+from unimap._kernels.lowdim import student_t_pair
 
-
-@numba.njit(cache=True)
-def build_tree(Y):
-    """Build the tree over ``Y`` (n, dim) float64; return its arrays (see ``BHTree``).
-
-    Serial, in O(n) passes plus O(nodes log n): the points are sorted by Morton code
-    (``CODE_BITS[dim]`` bits per coordinate, relative to the bounding square/cube), which
-    orders them as a depth-first walk of the quadtree/octree, so that every cell's points are
-    contiguous. Nodes are then made top-down from a work stack: a node's cell is the first
-    level where its first and last codes differ, and its children are found by binary search.
-    Points whose codes coincide but not their coordinates (closer than ``span / 2**bits``)
-    are split further geometrically (bounding box, then a counting scatter into the child
-    cells), down to ``MAX_LEVEL``. The node arrays are preallocated at their bound, ``2n - 1``
-    (every internal node has two children or more, every leaf a point or more).
-    """
-    n, dim = Y.shape
-    n_child = 1 << dim
-    bits = CODE_BITS[dim]
-    top_q = (1 << bits) - 1
-    lo, span, scale = _code_frame(Y, bits)
-    codes, order = _morton_sort(Y, lo, scale, bits)
-    points = np.empty_like(Y)
-    for p in range(n):
-        for a in range(dim):
-            points[p, a] = Y[order[p], a]
-
-    max_nodes = max(2 * n - 1, 1)
-    start = np.empty(max_nodes, dtype=np.int64)
-    end = np.empty(max_nodes, dtype=np.int64)
-    parent = np.empty(max_nodes, dtype=np.int64)
-    centre = np.empty((max_nodes, dim))
-    half_width = np.empty(max_nodes)
-    # work stack: at most (2**dim - 1) pending siblings per level, plus the item in hand
-    stack_size = (n_child - 1) * (MAX_LEVEL + 2) + 2
-    st_start = np.empty(stack_size, dtype=np.int64)
-    st_end = np.empty(stack_size, dtype=np.int64)
-    st_parent = np.empty(stack_size, dtype=np.int64)
-    st_level = np.empty(stack_size, dtype=np.int64)
-    st_centre = np.empty((stack_size, dim))
-    st_half = np.empty(stack_size)
-    c = np.empty(dim)
-    bounds = np.empty(n_child + 1, dtype=np.int64)
-    buf_points = np.empty((0, dim))
-    buf_order = np.empty(0, dtype=np.int64)
-
-    n_nodes = 0
-    top = 0
-    if n > 0:
-        st_start[0] = 0
-        st_end[0] = n
-        st_parent[0] = -1
-        st_level[0] = 0
-        st_half[0] = 0.5 * span
-        for a in range(dim):
-            st_centre[0, a] = lo[a] + 0.5 * span
-        top = 1
-    while top > 0:
-        top -= 1
-        s = st_start[top]
-        e = st_end[top]
-        level = st_level[top]
-        h = st_half[top]
-        for a in range(dim):
-            c[a] = st_centre[top, a]
-        k = n_nodes
-        n_nodes += 1
-        start[k] = s
-        end[k] = e
-        parent[k] = st_parent[top]
-        is_leaf = e - s <= LEAF_SIZE
-        if not is_leaf and level < bits:
-            # Morton split: the node's cell is at the first level where the codes differ
-            first = codes[s]
-            last = codes[e - 1]
-            while level < bits and (first >> (dim * (bits - level - 1))) == (
-                    last >> (dim * (bits - level - 1))):
-                level += 1
-            if level < bits:
-                h = 0.5 * span * 0.5 ** level
-                for a in range(dim):
-                    cell = _quantize(points[s, a], lo[a], scale, top_q) >> (bits - level)
-                    c[a] = lo[a] + (2 * cell + 1) * h
-                shift = dim * (bits - level - 1)
-                prefix = (first >> (shift + dim)) << (shift + dim)
-                bounds[0] = s
-                bounds[n_child] = e
-                for b in range(1, n_child):
-                    bounds[b] = _lower_bound(codes, bounds[b - 1], e, prefix | (b << shift))
-            else:
-                # equal codes: the cell at the codes' resolution, then geometric splits
-                h = 0.5 * span * 0.5 ** bits
-                for a in range(dim):
-                    c[a] = lo[a] + (2 * _quantize(points[s, a], lo[a], scale, top_q) + 1) * h
-        if not is_leaf and level >= bits:
-            if buf_order.shape[0] == 0:
-                buf_points = np.empty_like(points)
-                buf_order = np.empty_like(order)
-            level, h = _split_geometric(points, order, s, e, c, h, level, bounds, buf_points,
-                                        buf_order)
-            is_leaf = level >= MAX_LEVEL
-        for a in range(dim):
-            centre[k, a] = c[a]
-        half_width[k] = h
-        if is_leaf:
-            continue
-        # push the non-empty children, last first, so that the first is popped next
-        # (pre-order numbering: the first child of node k is k + 1)
-        for b in range(n_child - 1, -1, -1):
-            if bounds[b] < bounds[b + 1]:
-                st_start[top] = bounds[b]
-                st_end[top] = bounds[b + 1]
-                st_parent[top] = k
-                st_level[top] = level + 1
-                st_half[top] = 0.5 * h
-                for a in range(dim):
-                    st_centre[top, a] = c[a] + (0.5 * h if (b >> a) & 1 else -0.5 * h)
-                top += 1
-
-    com, count, skip = _summarise(points, start[:n_nodes], end[:n_nodes], parent[:n_nodes])
-    side2 = np.empty(n_nodes)
-    for k in range(n_nodes):
-        side2[k] = 4.0 * half_width[k] * half_width[k]
-    return (points, order, start[:n_nodes].copy(), end[:n_nodes].copy(), skip, com, count,
-            centre[:n_nodes].copy(), half_width[:n_nodes].copy(), side2)
-
-
-@numba.njit(cache=True)
-def _code_frame(Y, bits):
-    """Lower corner, side and quantisation scale of the bounding square/cube of ``Y``."""
-    n, dim = Y.shape
-    lo = np.zeros(dim)
-    hi = np.zeros(dim)
-    span = 0.0
-    if n > 0:
-        _bounding_box(Y, 0, n, lo, hi)
-        for a in range(dim):
-            span = max(span, hi[a] - lo[a])
-    scale = (1 << bits) / span if span > 0.0 else 0.0
-    return lo, span, scale
-
-
-@numba.njit(cache=True)
-def _morton_sort(Y, lo, scale, bits):
-    """Morton codes of the rows of ``Y``, sorted, and the sorting permutation."""
-    n, dim = Y.shape
-    top_q = (1 << bits) - 1
-    codes = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        code = 0
-        for a in range(dim):
-            code |= _spread_bits(_quantize(Y[i, a], lo[a], scale, top_q), dim) << a
-        codes[i] = code
-    return _radix_sort(codes, dim * bits)
+__all__ = ["LEAF_SIZE", "build_tree", "repulsion_fit", "repulsion_query"]
 
 
 @numba.njit(inline="always", cache=True)
-def _quantize(v, lo, scale, top_q):
-    """Integer cell of ``v`` at the codes' resolution (``v >= lo``)."""
-    return min(np.int64((v - lo) * scale), top_q)
+def _offset(y0, y1, y2, three, xyz, k):
+    """``(d0, d1, d2, |d|²)`` from row k of ``xyz`` to the point; ``d2 = 0`` unless ``three``."""
+    d0 = y0 - xyz[k, 0]
+    d1 = y1 - xyz[k, 1]
+    r2 = d0 * d0 + d1 * d1
+    d2 = 0.0
+    if three:
+        d2 = y2 - xyz[k, 2]
+        r2 += d2 * d2
+    return d0, d1, d2, r2
 
 
 @numba.njit(inline="always", cache=True)
-def _spread_bits(x, dim):
-    """Put bit ``j`` of ``x`` at bit ``dim * j`` (31 bits for dim 2, 21 for dim 3)."""
-    if dim == 2:
-        x &= 0x7FFFFFFF
-        x = (x | (x << 16)) & 0x0000FFFF0000FFFF
-        x = (x | (x << 8)) & 0x00FF00FF00FF00FF
-        x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0F
-        x = (x | (x << 2)) & 0x3333333333333333
-        return (x | (x << 1)) & 0x5555555555555555
-    x &= 0x1FFFFF
-    x = (x | (x << 32)) & 0x1F00000000FFFF
-    x = (x | (x << 16)) & 0x1F0000FF0000FF
-    x = (x | (x << 8)) & 0x100F00F00F00F00F
-    x = (x | (x << 4)) & 0x10C30C30C30C30C3
-    return (x | (x << 2)) & 0x1249249249249249
-
-
-@numba.njit(cache=True)
-def _radix_sort(keys, n_bits):
-    """Stable LSD radix sort of non-negative int64 ``keys`` < 2**n_bits (11-bit digits; a
-    digit all keys share is skipped). Returns the sorted keys and the permutation."""
-    n = keys.shape[0]
-    radix = 11
-    mask = (1 << radix) - 1
-    n_pass = (n_bits + radix - 1) // radix
-    hist = np.zeros((n_pass, 1 << radix), dtype=np.int64)
-    for i in range(n):
-        key = keys[i]
-        for d in range(n_pass):
-            hist[d, (key >> (radix * d)) & mask] += 1
-    src_keys = keys.copy()
-    src_index = np.arange(n)
-    dst_keys = np.empty_like(src_keys)
-    dst_index = np.empty_like(src_index)
-    for d in range(n_pass):
-        h = hist[d]
-        if n == 0 or h[(src_keys[0] >> (radix * d)) & mask] == n:
-            continue
-        pos = 0
-        for b in range(1 << radix):
-            count = h[b]
-            h[b] = pos
-            pos += count
-        for i in range(n):
-            key = src_keys[i]
-            b = (key >> (radix * d)) & mask
-            t = h[b]
-            h[b] = t + 1
-            dst_keys[t] = key
-            dst_index[t] = src_index[i]
-        src_keys, dst_keys = dst_keys, src_keys
-        src_index, dst_index = dst_index, src_index
-    return src_keys, src_index
-
-
-@numba.njit(inline="always", cache=True)
-def _lower_bound(values, lo, hi, key):
-    """First position in ``values[lo:hi]`` (sorted) holding ``>= key``; ``hi`` if none."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if values[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@numba.njit(cache=True)
-def _split_geometric(points, order, s, e, c, h, level, bounds, buf_points, buf_order):
-    """Split ``[s, e)`` by coordinates, for points the Morton codes cannot tell apart.
-
-    Shrinks cell ``(c, h)`` (``c`` in place) to the smallest sub-cell holding the points'
-    bounding box and scatters them into its children, writing the child ranges to
-    ``bounds``. Returns the new level and half-width; level ``MAX_LEVEL`` means a leaf (with
-    ``h = 0`` when all the points coincide).
-    """
-    dim = points.shape[1]
-    n_child = 1 << dim
-    lo = np.empty(dim)
-    hi = np.empty(dim)
-    _bounding_box(points, s, e, lo, hi)
-    flat = True
-    for a in range(dim):
-        if hi[a] > lo[a]:
-            flat = False
-    if flat:
-        return MAX_LEVEL, 0.0
-    level, h = _shrink_cell(c, h, level, lo, hi)
-    if level >= MAX_LEVEL:
-        return level, h
-    counts = np.zeros(n_child, dtype=np.int64)
-    for q in range(s, e):
-        counts[_child_of(points, q, c)] += 1
-    bounds[0] = s
-    for b in range(n_child):
-        bounds[b + 1] = bounds[b] + counts[b]
-    offsets = bounds[:n_child].copy()
-    for q in range(s, e):
-        b = _child_of(points, q, c)
-        t = offsets[b]
-        offsets[b] = t + 1
-        for a in range(dim):
-            buf_points[t, a] = points[q, a]
-        buf_order[t] = order[q]
-    for q in range(s, e):
-        for a in range(dim):
-            points[q, a] = buf_points[q, a]
-        order[q] = buf_order[q]
-    return level, h
-
-
-@numba.njit(inline="always", cache=True)
-def _bounding_box(points, s, e, lo, hi):
-    for a in range(points.shape[1]):
-        lo[a] = points[s, a]
-        hi[a] = points[s, a]
-    for q in range(s + 1, e):
-        for a in range(points.shape[1]):
-            v = points[q, a]
-            if v < lo[a]:
-                lo[a] = v
-            elif v > hi[a]:
-                hi[a] = v
-
-
-@numba.njit(inline="always", cache=True)
-def _child_of(points, q, c):
-    b = 0
-    for a in range(points.shape[1]):
-        if points[q, a] >= c[a]:
-            b |= 1 << a
-    return b
-
-
-@numba.njit(inline="always", cache=True)
-def _shrink_cell(c, h, level, lo, hi):
-    """Descend from cell ``(c, h)`` while the bounding box ``[lo, hi]`` lies in one child.
-
-    Updates ``c`` in place; returns the new level and half-width. Stops at ``MAX_LEVEL`` (the
-    caller then makes a leaf), which also bounds the loop whatever the rounding of ``c``.
-    """
-    while level < MAX_LEVEL:
-        for a in range(c.shape[0]):
-            if lo[a] < c[a] <= hi[a]:
-                return level, h
-        for a in range(c.shape[0]):
-            if lo[a] >= c[a]:
-                c[a] += 0.5 * h
-            else:
-                c[a] -= 0.5 * h
-        h *= 0.5
-        level += 1
-    return level, h
-
-
-@numba.njit(cache=True)
-def _summarise(points, start, end, parent):
-    """Centres of mass, point counts and skip indices, bottom-up (children follow parents)."""
-    n_nodes = start.shape[0]
-    dim = points.shape[1]
-    sums = np.zeros((n_nodes, dim))
-    size = np.ones(n_nodes, dtype=np.int64)
-    count = np.empty(n_nodes)
-    for k in range(n_nodes - 1, -1, -1):
-        if k + 1 < n_nodes and parent[k + 1] == k:
-            pass  # internal: its children already added their sums and sizes
-        else:
-            for q in range(start[k], end[k]):
-                for a in range(dim):
-                    sums[k, a] += points[q, a]
-        p = parent[k]
-        if p >= 0:
-            size[p] += size[k]
-            for a in range(dim):
-                sums[p, a] += sums[k, a]
-    skip = np.empty(n_nodes, dtype=np.int64)
-    for k in range(n_nodes):
-        skip[k] = k + size[k]
-        count[k] = end[k] - start[k]
-        for a in range(dim):
-            sums[k, a] /= count[k]
-    return sums, count, skip
-
-
-@numba.njit(inline="always", cache=True)
-def _kernel(d2, dof):
-    """``(w, w ** ((dof + 1) / dof))`` for ``w = (1 + d2 / dof) ** -dof``; one power at most."""
-    if dof == 1.0:
-        w = 1.0 / (1.0 + d2)
-        return w, w * w
-    base = 1.0 + d2 / dof
-    w = base ** -dof
-    return w, w / base
-
-
-@numba.njit(inline="always", cache=True)
-def _repel_2d(y0, y1, p, points, start, end, skip, com, count, side2, theta2, dof):
-    """Repulsion sums ``(f0, f1, z)`` on ``(y0, y1)``, leaving out tree position ``p`` (-1: none).
+def _repel(y0, y1, y2, three, p, points, start, end, skip, com, count, side2, theta2, dof):
+    """Repulsion sums ``(f0, f1, f2, z)`` on ``(y0, y1, y2)``, leaving out tree position ``p``
+    (-1: none); ``three`` (a constant at each call, so that the compiler drops the other
+    dimension's code and unrolls the coordinates) says whether the points are 3-D.
 
     Walks the nodes in pre-order: a node that does not hold ``p`` and passes the criterion is
     taken whole (its subtree skipped); otherwise a leaf is summed point by point and an
     internal node opened (its first child is next).
     """
-    f0 = 0.0
-    f1 = 0.0
-    z = 0.0
-    n_nodes = skip.shape[0]
-    k = 0
-    while k < n_nodes:
-        s = start[k]
-        e = end[k]
-        if p < s or p >= e:
-            d0 = y0 - com[k, 0]
-            d1 = y1 - com[k, 1]
-            d2 = d0 * d0 + d1 * d1
-            if side2[k] < theta2 * d2:
-                w, wf = _kernel(d2, dof)
-                m = count[k]
-                z += m * w
-                wf *= m
-                f0 += wf * d0
-                f1 += wf * d1
-                k = skip[k]
-                continue
-        nxt = skip[k]
-        if nxt == k + 1:
-            for q in range(s, e):
-                if q != p:
-                    d0 = y0 - points[q, 0]
-                    d1 = y1 - points[q, 1]
-                    w, wf = _kernel(d0 * d0 + d1 * d1, dof)
-                    z += w
-                    f0 += wf * d0
-                    f1 += wf * d1
-            k = nxt
-        else:
-            k += 1
-    return f0, f1, z
-
-
-@numba.njit(inline="always", cache=True)
-def _repel_3d(y0, y1, y2, p, points, start, end, skip, com, count, side2, theta2, dof):
-    """``_repel_2d`` in 3-D (kept separate so that both unroll the coordinates)."""
     f0 = 0.0
     f1 = 0.0
     f2 = 0.0
@@ -457,32 +64,29 @@ def _repel_3d(y0, y1, y2, p, points, start, end, skip, com, count, side2, theta2
         s = start[k]
         e = end[k]
         if p < s or p >= e:
-            d0 = y0 - com[k, 0]
-            d1 = y1 - com[k, 1]
-            d2 = y2 - com[k, 2]
-            r2 = d0 * d0 + d1 * d1 + d2 * d2
+            d0, d1, d2, r2 = _offset(y0, y1, y2, three, com, k)
             if side2[k] < theta2 * r2:
-                w, wf = _kernel(r2, dof)
+                w, wf = student_t_pair(r2, dof)
                 m = count[k]
                 z += m * w
                 wf *= m
                 f0 += wf * d0
                 f1 += wf * d1
-                f2 += wf * d2
+                if three:
+                    f2 += wf * d2
                 k = skip[k]
                 continue
         nxt = skip[k]
         if nxt == k + 1:
             for q in range(s, e):
                 if q != p:
-                    d0 = y0 - points[q, 0]
-                    d1 = y1 - points[q, 1]
-                    d2 = y2 - points[q, 2]
-                    w, wf = _kernel(d0 * d0 + d1 * d1 + d2 * d2, dof)
+                    d0, d1, d2, r2 = _offset(y0, y1, y2, three, points, q)
+                    w, wf = student_t_pair(r2, dof)
                     z += w
                     f0 += wf * d0
                     f1 += wf * d1
-                    f2 += wf * d2
+                    if three:
+                        f2 += wf * d2
             k = nxt
         else:
             k += 1
@@ -501,16 +105,16 @@ def repulsion_fit(points, order, start, end, skip, com, count, side2, theta, dof
     z_point = np.empty(n)
     if dim == 2:
         for p in numba.prange(n):
-            f0, f1, z = _repel_2d(points[p, 0], points[p, 1], p, points, start, end, skip,
-                                  com, count, side2, theta2, dof)
+            f0, f1, _, z = _repel(points[p, 0], points[p, 1], 0.0, False, p, points, start, end,
+                                  skip, com, count, side2, theta2, dof)
             i = order[p]
             forces[i, 0] = f0
             forces[i, 1] = f1
             z_point[p] = z
     else:
         for p in numba.prange(n):
-            f0, f1, f2, z = _repel_3d(points[p, 0], points[p, 1], points[p, 2], p, points,
-                                      start, end, skip, com, count, side2, theta2, dof)
+            f0, f1, f2, z = _repel(points[p, 0], points[p, 1], points[p, 2], True, p, points,
+                                   start, end, skip, com, count, side2, theta2, dof)
             i = order[p]
             forces[i, 0] = f0
             forces[i, 1] = f1
@@ -538,16 +142,16 @@ def repulsion_query(queries, points, start, end, skip, com, count, side2, theta,
     if dim == 2:
         for r in numba.prange(m):
             i = qorder[r]
-            f0, f1, z = _repel_2d(queries[i, 0], queries[i, 1], -1, points, start, end, skip,
-                                  com, count, side2, theta2, dof)
+            f0, f1, _, z = _repel(queries[i, 0], queries[i, 1], 0.0, False, -1, points, start,
+                                  end, skip, com, count, side2, theta2, dof)
             forces[i, 0] = f0
             forces[i, 1] = f1
             z_out[i] = z
     else:
         for r in numba.prange(m):
             i = qorder[r]
-            f0, f1, f2, z = _repel_3d(queries[i, 0], queries[i, 1], queries[i, 2], -1, points,
-                                      start, end, skip, com, count, side2, theta2, dof)
+            f0, f1, f2, z = _repel(queries[i, 0], queries[i, 1], queries[i, 2], True, -1,
+                                   points, start, end, skip, com, count, side2, theta2, dof)
             forces[i, 0] = f0
             forces[i, 1] = f1
             forces[i, 2] = f2

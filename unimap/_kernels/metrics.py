@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.lowdim import student_t_pair
 from unimap._kernels.topk import _insert_sorted
 
 
@@ -114,15 +115,11 @@ def knn_brute_force(data, query_ids, k, out_idx, out_dist):
 
 
 @numba.njit(cache=True)
-def _student_t_row(embedding, i, start, dof, exponent):
-    """Σ_{j ≥ start} (1 + d_ij² / dof)^exponent."""
+def _student_t_row(embedding, i, start, dof):
+    """Σ_{j ≥ start} w_ij, ``w = (1 + d_ij² / dof)^-dof``."""
     acc = 0.0
-    if dof == 1.0:
-        for j in range(start, embedding.shape[0]):
-            acc += 1.0 / (1.0 + _squared_distance(embedding, i, j))
-    else:
-        for j in range(start, embedding.shape[0]):
-            acc += (1.0 + _squared_distance(embedding, i, j) / dof) ** exponent
+    for j in range(start, embedding.shape[0]):
+        acc += student_t_pair(_squared_distance(embedding, i, j), dof)[0]
     return acc
 
 
@@ -135,12 +132,11 @@ def student_t_pair_sums(embedding, dof, out):
     their sum (the caller adds ``out`` up, in a fixed order).
     """
     n = embedding.shape[0]
-    exponent = -dof
     for t in numba.prange(out.shape[0]):
-        acc = _student_t_row(embedding, t, t + 1, dof, exponent)
+        acc = _student_t_row(embedding, t, t + 1, dof)
         mirror = n - 1 - t
         if mirror != t:
-            acc += _student_t_row(embedding, mirror, mirror + 1, dof, exponent)
+            acc += _student_t_row(embedding, mirror, mirror + 1, dof)
         out[t] = acc
 
 

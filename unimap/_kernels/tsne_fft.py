@@ -22,6 +22,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.lowdim import student_t_pair
+
 
 @numba.njit(cache=True)
 def _lagrange_denominators(p):
@@ -155,7 +157,8 @@ def kernel_rows_2d(h, dof, out, a0, a1):
     ``out[0] = w^((dof+1)/dof)`` (forces), ``out[1] = w`` (Z), ``w = (1 + r^2/dof)^-dof``.
     Offsets ``a == m`` or ``b == m`` are never needed (nodes are at most m-1 apart) and are 0.
     The DCT-I of these quadrants is the FFT of the kernels' even, circulant embedding of size
-    2m. One ``pow`` per offset: ``w^((dof+1)/dof) = w * t`` with ``t = 1/(1 + r^2/dof)``.
+    2m. The kernels are :func:`~unimap._kernels.lowdim.student_t_pair`'s (one ``pow`` per
+    offset).
     """
     m = out.shape[1] - 1
     for a in range(a0, a1):
@@ -166,9 +169,8 @@ def kernel_rows_2d(h, dof, out, a0, a1):
                 continue
             x = a * h
             y = b * h
-            t = 1.0 / (1.0 + (x * x + y * y) / dof)
-            w = t if dof == 1.0 else t**dof
-            out[0, a, b] = w * t
+            w, wt = student_t_pair(x * x + y * y, dof)
+            out[0, a, b] = wt
             out[1, a, b] = w
 
 
@@ -243,9 +245,8 @@ def kernel_quadrants_1d(h, m, dof, out):
             out[1, a] = 0.0
             continue
         x = a * h
-        t = 1.0 / (1.0 + x * x / dof)
-        w = t if dof == 1.0 else t**dof
-        out[0, a] = w * t
+        w, wt = student_t_pair(x * x, dof)
+        out[0, a] = wt
         out[1, a] = w
 
 

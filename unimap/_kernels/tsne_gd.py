@@ -1,7 +1,7 @@
 """t-SNE's gradient pieces and its gains/momentum step (numba).
 
 Kernel: ``w_ij = (1 + d_ij²/α)^-α`` (α = ``dof``; α = 1 is the Cauchy kernel of t-SNE), written
-through ``t_ij = 1/(1 + d_ij²/α)``: ``w = t^α``. The KL gradient is
+through ``t_ij = 1/(1 + d_ij²/α)``: ``w = t^α`` (:mod:`unimap._kernels.lowdim`). The KL gradient is
 
     ∂C/∂y_i = 4 Σ_j (p_ij − w_ij/Z) t_ij (y_i − y_j)
             = 4 [attraction_i − repulsion_i / Z],
@@ -17,15 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-
-@numba.njit(inline="always", cache=True)
-def _t_kernel(d2, dof):
-    return 1.0 / (1.0 + d2 / dof)
-
-
-@numba.njit(inline="always", cache=True)
-def _w_from_t(t, dof):
-    return t if dof == 1.0 else t**dof
+from unimap._kernels.lowdim import student_t, student_t_pair
 
 
 @numba.njit(parallel=True, cache=True)
@@ -45,7 +37,7 @@ def attraction(indptr, indices, data, Yq, Yref, dof, out):
                 j = indices[e]
                 d0 = yi0 - Yref[j, 0]
                 d1 = yi1 - Yref[j, 1]
-                f = data[e] * _t_kernel(d0 * d0 + d1 * d1, dof)
+                f = data[e] * student_t(d0 * d0 + d1 * d1, dof)
                 acc0 += f * d0
                 acc1 += f * d1
             out[i, 0] = acc0
@@ -60,7 +52,7 @@ def attraction(indptr, indices, data, Yq, Yref, dof, out):
             for c in range(dim):
                 diff = Yq[i, c] - Yref[j, c]
                 d2 += diff * diff
-            f = data[e] * _t_kernel(d2, dof)
+            f = data[e] * student_t(d2, dof)
             for c in range(dim):
                 out[i, c] += f * (Yq[i, c] - Yref[j, c])
 
@@ -79,7 +71,7 @@ def _attractive_kl_rows(indptr, indices, data, Y, dof, rows):
             for c in range(dim):
                 diff = Y[i, c] - Y[j, c]
                 d2 += diff * diff
-            acc += p * (np.log(p) - np.log(_w_from_t(_t_kernel(d2, dof), dof)))
+            acc += p * (np.log(p) - np.log(student_t_pair(d2, dof)[0]))
         rows[i] = acc
 
 
@@ -108,10 +100,8 @@ def exact_repulsion_rows(Yq, Yref, dof, skip_self, forces, z_rows):
             for c in range(dim):
                 diff = Yq[i, c] - Yref[j, c]
                 d2 += diff * diff
-            t = _t_kernel(d2, dof)
-            w = _w_from_t(t, dof)
+            w, f = student_t_pair(d2, dof)
             z += w
-            f = w * t
             for c in range(dim):
                 forces[i, c] += f * (Yq[i, c] - Yref[j, c])
         z_rows[i] = z

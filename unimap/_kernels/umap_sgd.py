@@ -17,7 +17,8 @@ clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0
 ``sgd_epoch_rows`` (transform): the tail embedding is fixed, so each new point (row) is
 independent; rows run in parallel.
 
-Negative samples come from a counter-based hash of (seed, edge key, epoch, sample index).
+Negative samples come from a counter-based hash of (seed, edge key, epoch, sample index). The
+gradient coefficients are :mod:`unimap._kernels.lowdim`'s (UMAP's SGD's evaluation order).
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap._kernels.fastpow import fast_pow
+from unimap._kernels.lowdim import sgd_attraction_coeff, sgd_repulsion_coeff
 from unimap._kernels.rng import bounded, hash_combine, mix64
 
 CLIP = 4.0
-_MIN_POW_ARG = np.float32(1e-8)  # fast_pow's tested range starts here
 SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking the threads
 
 
@@ -61,23 +61,6 @@ def _sq_dist(x, y):
 
 
 @numba.njit(inline="always", cache=True)
-def _attraction_coeff(d2, a, b):
-    if d2 <= 0.0:
-        return np.float32(0.0)
-    pb = fast_pow(d2 + _MIN_POW_ARG, b)
-    return (np.float32(-2.0) * a * b * pb / d2) / (a * pb + np.float32(1.0))
-
-
-@numba.njit(inline="always", cache=True)
-def _repulsion_coeff(d2, a, b, gamma):
-    # 1e-8 is added inside the power only: fast_pow needs a result that is a normal float
-    # (d2 = 0 with b >= 1 would not be), and at that scale the 0.001 of the denominator rules.
-    pb = fast_pow(d2 + _MIN_POW_ARG, b)
-    return np.float32(2.0) * gamma * b / (
-        (np.float32(0.001) + d2) * (a * pb + np.float32(1.0)))
-
-
-@numba.njit(inline="always", cache=True)
 def _draw(key, s, n_draw, self_index, skip):
     """Row of the ``s``-th negative sample: uniform over the pool without ``self_index``
     (when ``skip``): drawn from n_pool - 1 rows, stepping over it arithmetically."""
@@ -105,7 +88,7 @@ def _negatives_2d(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
         dy = y1 - pool[k, 1]
         # No test for d2 = 0: the coefficient stays finite (ε in its denominator) and
         # multiplies a zero difference.
-        coeff = _repulsion_coeff(dx * dx + dy * dy, a, b, gamma)
+        coeff = sgd_repulsion_coeff(dx * dx + dy * dy, a, b, gamma)
         g0 += _clip(coeff * dx)
         g1 += _clip(coeff * dy)
     y[0] = y0 + g0 * alpha
@@ -120,7 +103,7 @@ def _negatives_nd(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
     n_draw = pool.shape[0] - np.int64(skip)
     for s in range(n_neg):
         other = pool[_draw(key, s, n_draw, self_index, skip)]
-        coeff = _repulsion_coeff(_sq_dist(y, other), a, b, gamma)
+        coeff = sgd_repulsion_coeff(_sq_dist(y, other), a, b, gamma)
         for d in range(y.shape[0]):
             y[d] += _clip(coeff * (y[d] - other[d])) * alpha
 
@@ -139,7 +122,7 @@ def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_p
     j = tails[e]
     current = emb[i]
     other = emb[j]
-    coeff = _attraction_coeff(_sq_dist(current, other), a, b)
+    coeff = sgd_attraction_coeff(_sq_dist(current, other), a, b)
     for d in range(current.shape[0]):
         g = _clip_rare(coeff * (current[d] - other[d])) * alpha
         current[d] += g
@@ -232,7 +215,7 @@ def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
             if next_sample[e] > epoch:
                 continue
             other = tail[indices[e]]
-            coeff = _attraction_coeff(_sq_dist(y, other), a, b)
+            coeff = sgd_attraction_coeff(_sq_dist(y, other), a, b)
             for d in range(y.shape[0]):
                 y[d] += _clip(coeff * (y[d] - other[d])) * alpha
             next_sample[e] += epochs_per_sample[e]

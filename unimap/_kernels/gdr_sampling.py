@@ -1,0 +1,79 @@
+"""GDR's sampling (numba): per-row negative samples and the epoch's shared samples.
+
+The layout of the samples and why their estimates are unbiased: :mod:`unimap._kernels.gdr`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from unimap._kernels.rng import bounded, hash_combine
+
+
+@numba.njit(inline="always", cache=True)
+def n_samples_of_row(deg, n_negatives):
+    """``S_i = max(1, round(m·deg_i))``."""
+    s = np.int64(n_negatives * deg + 0.5)
+    return s if s > 0 else np.int64(1)
+
+
+@numba.njit(inline="always", cache=True)
+def _sample_layout(indptr, i, n_negatives):
+    """``(n_full, rest, base, span)``: row i's ``S_i`` samples are ``n_full`` passes over the
+    edge keys ``[base, base + span)`` and one pass over ``[base, base + rest)``."""
+    n = indptr.shape[0] - 1
+    base = indptr[i]
+    span = indptr[i + 1] - base
+    count = n_samples_of_row(span, n_negatives)
+    if span == 0:  # no edges: keys past the edge range, one per row
+        base = indptr[n] + i
+        span = np.int64(1)
+    n_full = count // span
+    return n_full, count - n_full * span, base, span
+
+
+@numba.njit(inline="always", cache=True)
+def _negative(repeat_hash, e, i, n):
+    """The negative of edge key e in a repeat: uniform over the n − 1 points other than i."""
+    k = bounded(hash_combine(repeat_hash, e), n - 1)
+    return k + np.int64(k >= i)  # arithmetic, not a branch: k ≥ i is a coin flip
+
+
+@numba.njit(inline="always", cache=True)
+def _sq_dist(Y, i, j):
+    d2 = np.float32(0.0)
+    for c in range(Y.shape[1]):
+        diff = Y[i, c] - Y[j, c]
+        d2 += diff * diff
+    return d2
+
+
+_SHARED_KEY = np.uint64(0x5AD5)  # separates the shared samples' keys from the per-row ones
+
+
+@numba.njit(inline="always", cache=True)
+def shared_sample_count(nnz, n, n_negatives):
+    """``M = max(1, round(m·nnz/n))``: as many as a row draws on average with per-row samples."""
+    s = np.int64(n_negatives * nnz / n + 0.5)
+    return s if s > 0 else np.int64(1)
+
+
+@numba.njit(cache=True)
+def draw_shared_samples(Y, n_samples, epoch_hash):
+    """The epoch's shared samples: indices ``k_s = bounded(hash(hash(epoch_hash, key), s), n)``
+    (uniform over all n points), their positions, shape (dim, M), one row per coordinate so
+    that the loop over samples runs over contiguous memory, and ``hits``, shape (n,): how
+    often each point was drawn."""
+    n, dim = Y.shape
+    ks = np.empty(n_samples, np.int64)
+    positions = np.empty((dim, n_samples), np.float32)
+    hits = np.zeros(n, np.int32)
+    h = hash_combine(epoch_hash, _SHARED_KEY)
+    for s in range(n_samples):
+        k = bounded(hash_combine(h, s), n)
+        ks[s] = k
+        hits[k] += 1
+        for c in range(dim):
+            positions[c, s] = Y[k, c]
+    return ks, positions, hits
