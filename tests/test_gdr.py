@@ -17,8 +17,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from unimap import GDR
+from unimap._kernels.gdr_common import n_samples_of_row
 from unimap._kernels.gdr_normalized import tsne_forces
-from unimap._kernels.gdr_sampling import n_samples_of_row
 from unimap._kernels.gdr_unnormalized import umap_epoch
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 

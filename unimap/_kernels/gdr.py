@@ -96,19 +96,20 @@ in-process JIT and its disk cache did so differently (first and later runs disag
 Pairs at distance 0 contribute no force (their direction ``y_i − y_j`` is 0; for b < 1 the
 coefficient diverges but the product tends to 0 when b > 1/2); ``w = 1`` still enters ``z_i``.
 
-Code: :mod:`~unimap._kernels.gdr_sampling` (the samples), :mod:`~unimap._kernels.gdr_unnormalized`
-(``umap_epoch``) and :mod:`~unimap._kernels.gdr_normalized` (``tsne_forces``); this module
-re-exports their entry points and the kernels' former names.
+Code: :mod:`~unimap._kernels.gdr_common` (the samples and the attraction loops),
+:mod:`~unimap._kernels.gdr_unnormalized` (``umap_epoch``) and
+:mod:`~unimap._kernels.gdr_normalized` (``tsne_forces``); this module re-exports their entry
+points and the kernels' former names.
 """
 
 from __future__ import annotations
 
-from unimap._kernels.gdr_normalized import tsne_forces
-from unimap._kernels.gdr_sampling import (
+from unimap._kernels.gdr_common import (
     draw_shared_samples,
     n_samples_of_row,
     shared_sample_count,
 )
+from unimap._kernels.gdr_normalized import tsne_forces
 from unimap._kernels.gdr_unnormalized import umap_epoch
 from unimap._kernels.lowdim import ab_kernel as tsne_kernel
 from unimap._kernels.lowdim import ab_kernel_unit_b as unit_b_kernel

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap._kernels.gdr_sampling import (
+from unimap._kernels.gdr_common import (
+    _attract_2d,
+    _attract_nd,
     _negative,
     _sample_layout,
     _sq_dist,
@@ -20,49 +22,6 @@ from unimap._kernels.lowdim import ab_kernel, ab_kernel_unit_b
 from unimap._kernels.rng import hash_combine, mix64
 
 _ONE = np.float32(1.0)
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks):
-    """Row i's edges: attraction ``Σ p g d``, exact near-field repulsion ``Σ w g d`` and
-    ``Σ w``; marks the neighbours in ``marks``."""
-    f0 = np.float32(0.0)
-    f1 = np.float32(0.0)
-    r0 = np.float32(0.0)
-    r1 = np.float32(0.0)
-    z = np.float32(0.0)
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        if j == i:
-            continue
-        marks[j] = 1
-        d0 = y0 - Y[j, 0]
-        d1 = y1 - Y[j, 1]
-        w, g = ab_kernel(d0 * d0 + d1 * d1, a, b)
-        z += w
-        pg = data[e] * g
-        wg = w * g
-        f0 += pg * d0
-        f1 += pg * d1
-        r0 += wg * d0
-        r1 += wg * d1
-    return f0, f1, r0, r1, z
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_attract_2d(Y, y0, y1, indptr, indices, data, i, a, b):
-    f0 = np.float32(0.0)
-    f1 = np.float32(0.0)
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        d0 = y0 - Y[j, 0]
-        d1 = y1 - Y[j, 1]
-        u = d0 * d0 + d1 * d1
-        if u > 0.0:
-            coef = data[e] * ab_kernel(u, a, b)[1]
-            f0 += coef * d0
-            f1 += coef * d1
-    return f0, f1
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
@@ -84,7 +43,7 @@ def _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, u
     f0 *= attr_scale
     f1 *= attr_scale
     if use_t:
-        g0, g1 = _tsne_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
+        g0, g1 = _attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b, False)
         f0 += g0
         f1 += g1
     A[i, 0] = f0
@@ -144,24 +103,27 @@ def _shared_far_tile_2d(tile, positions, a, b):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
-    """Row i's sums over its edges (attraction; exact near-field repulsion and z; the shared
-    samples that hit a neighbour): ``(f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1)``.
-    ``unit_b`` (a constant at each call) selects ``1/(1 + a u)`` without ab_kernel's two
-    branches per edge: MNIST-70k, 3.1M edges, near field and attraction 7.5 -> 6.1 ms per
-    epoch, the default epoch 10.5 -> 9.2 ms (``benchmarks/gdr_epoch.py``)."""
+def _near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks, hits, shared, unit_b):
+    """Row i's sums over its edges: attraction, exact near-field repulsion and ``Σ w``, and with
+    shared samples those that hit the point or a neighbour: ``(f0, f1, n0, n1, z_near, hit_z,
+    hit_r0, hit_r1)``. Per-row samples (``shared`` False) mark the neighbours in ``marks``;
+    shared ones read their hit counts from ``hits``. ``shared`` and ``unit_b`` are constants
+    at each call; ``unit_b`` selects ``1/(1 + a u)`` without ab_kernel's two branches per edge
+    (MNIST-70k: near field and attraction 7.5 -> 6.1 ms per epoch)."""
     f0 = np.float32(0.0)
     f1 = np.float32(0.0)
     n0 = np.float32(0.0)
     n1 = np.float32(0.0)
     z_near = np.float32(0.0)
-    hit_z = np.float32(hits[i])
+    hit_z = np.float32(hits[i]) if shared else np.float32(0.0)
     hit_r0 = np.float32(0.0)
     hit_r1 = np.float32(0.0)
     for e in range(indptr[i], indptr[i + 1]):
         j = indices[e]
         if j == i:
             continue
+        if not shared:
+            marks[j] = 1
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
         if unit_b:  # at u = 0 the direction is 0: g's value there does not matter
@@ -175,10 +137,11 @@ def _shared_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, hits, unit_b):
         z_near += w
         n0 += wg * d0
         n1 += wg * d1
-        c = np.float32(hits[j])
-        hit_z += c * w
-        hit_r0 += c * wg * d0
-        hit_r1 += c * wg * d1
+        if shared:
+            c = np.float32(hits[j])
+            hit_z += c * w
+            hit_r0 += c * wg * d0
+            hit_r1 += c * wg * d1
     return f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1
 
 
@@ -192,11 +155,11 @@ def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, 
     y1 = Y[i, 1]
     # t-SNE's kernel (b = 1) gets a loop of its own, free of ab_kernel's branches
     if b == _ONE:
-        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _shared_near_2d(
-            Y, y0, y1, indptr, indices, data, i, a, b, hits, True)
+        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _near_2d(
+            Y, y0, y1, indptr, indices, data, i, a, b, hits, hits, True, True)
     else:
-        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _shared_near_2d(
-            Y, y0, y1, indptr, indices, data, i, a, b, hits, False)
+        f0, f1, n0, n1, z_near, hit_z, hit_r0, hit_r1 = _near_2d(
+            Y, y0, y1, indptr, indices, data, i, a, b, hits, hits, True, False)
     _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
                          attr_scale, a, b)
     R[i, 0] = n0 + (r0_all - hit_r0) * scale
@@ -211,7 +174,8 @@ def _tsne_attract_near_2d(Y, A, i, indptr, indices, data, t_indptr, t_indices, t
     near-field repulsion and ``Σ w`` over its neighbours (marked in ``marks``)."""
     y0 = Y[i, 0]
     y1 = Y[i, 1]
-    f0, f1, n0, n1, z_near = _tsne_near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks)
+    f0, f1, n0, n1, z_near = _near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks, marks,
+                                      False, False)[:5]
     _store_attraction_2d(Y, A, i, y0, y1, f0, f1, t_indptr, t_indices, t_data, use_t,
                          attr_scale, a, b)
     return y0, y1, n0, n1, z_near
@@ -253,17 +217,6 @@ def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_attract_nd(Y, A, i, indptr, indices, data, scale, a, b):
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        u = _sq_dist(Y, i, j)
-        if u > 0.0:
-            coef = scale * data[e] * ab_kernel(u, a, b)[1]
-            for c in range(Y.shape[1]):
-                A[i, c] += coef * (Y[i, c] - Y[j, c])
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
 def _tsne_repel_nd(Y, R, i, k, a, b, weight):
     w, g = ab_kernel(_sq_dist(Y, i, k), a, b)
     w *= weight
@@ -280,9 +233,9 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
     for c in range(dim):
         A[i, c] = 0.0
         R[i, c] = 0.0
-    _tsne_attract_nd(Y, A, i, indptr, indices, data, attr_scale, a, b)
+    _attract_nd(Y, A, i, indptr, indices, data, attr_scale, a, b, False)
     if use_t:
-        _tsne_attract_nd(Y, A, i, t_indptr, t_indices, t_data, _ONE, a, b)
+        _attract_nd(Y, A, i, t_indptr, t_indices, t_data, _ONE, a, b, False)
     z_near = np.float32(0.0)
     for e in range(indptr[i], indptr[i + 1]):  # near field, exact (R is then scaled back)
         j = indices[e]

@@ -8,27 +8,17 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap._kernels.gdr_sampling import _negative, _sample_layout, _sq_dist
-from unimap._kernels.lowdim import umap_attraction_coeff, umap_repulsion_coeff
+from unimap._kernels.gdr_common import (
+    _attract_2d,
+    _attract_nd,
+    _negative,
+    _sample_layout,
+    _sq_dist,
+)
+from unimap._kernels.lowdim import umap_repulsion_coeff
 from unimap._kernels.rng import hash_combine, mix64
 
 _ONE = np.float32(1.0)
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_attract_2d(Y, y0, y1, indptr, indices, data, i, a, b):
-    f0 = np.float32(0.0)
-    f1 = np.float32(0.0)
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        d0 = y0 - Y[j, 0]
-        d1 = y1 - Y[j, 1]
-        u = d0 * d0 + d1 * d1
-        if u > 0.0:
-            coef = data[e] * umap_attraction_coeff(u, a, b)
-            f0 -= coef * d0
-            f1 -= coef * d1
-    return f0, f1
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
@@ -45,13 +35,13 @@ def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
     n = Y.shape[0]
     y0 = Y[i, 0]
     y1 = Y[i, 1]
-    f0, f1 = _umap_attract_2d(Y, y0, y1, indptr, indices, data, i, a, b)
-    f0 *= attr_scale
-    f1 *= attr_scale
+    f0, f1 = _attract_2d(Y, y0, y1, indptr, indices, data, i, a, b, True)
+    f0 *= -attr_scale  # the pull: the sign flips exactly, the bits are those of Σ −c·d
+    f1 *= -attr_scale
     if use_t:
-        g0, g1 = _umap_attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b)
-        f0 += g0
-        f1 += g1
+        g0, g1 = _attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b, True)
+        f0 -= g0
+        f1 -= g1
     r0 = np.float32(0.0)
     r1 = np.float32(0.0)
     n_full, rest, base, span = _sample_layout(indptr, i, n_negatives)
@@ -75,17 +65,6 @@ def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_attract_nd(Y, F, i, indptr, indices, data, scale, a, b):
-    for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
-        u = _sq_dist(Y, i, j)
-        if u > 0.0:
-            coef = scale * data[e] * umap_attraction_coeff(u, a, b)
-            for c in range(Y.shape[1]):
-                F[i, c] -= coef * (Y[i, c] - Y[j, c])
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
 def _umap_repel_nd(Y, F, i, k, weight, a, b, eps):
     coef = weight * umap_repulsion_coeff(_sq_dist(Y, i, k), a, b, eps)
     for c in range(Y.shape[1]):
@@ -98,9 +77,9 @@ def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
     n, dim = Y.shape
     for c in range(dim):
         F[i, c] = 0.0
-    _umap_attract_nd(Y, F, i, indptr, indices, data, attr_scale, a, b)
+    _attract_nd(Y, F, i, indptr, indices, data, -attr_scale, a, b, True)
     if use_t:
-        _umap_attract_nd(Y, F, i, t_indptr, t_indices, t_data, _ONE, a, b)
+        _attract_nd(Y, F, i, t_indptr, t_indices, t_data, -_ONE, a, b, True)
     n_full, rest, base, span = _sample_layout(indptr, i, n_negatives)
     if exhaustive:
         weight = rep_weight * np.float32((n_full * span + rest) / (n - 1))

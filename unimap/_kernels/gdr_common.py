@@ -1,4 +1,5 @@
-"""GDR's sampling (numba): per-row negative samples and the epoch's shared samples.
+"""What GDR's two modes share (numba): the samples (per-row negatives, the epoch's shared
+samples) and the attraction loops.
 
 The layout of the samples and why their estimates are unbiased: :mod:`unimap._kernels.gdr`.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.lowdim import ab_kernel, umap_attraction_coeff
 from unimap._kernels.rng import bounded, hash_combine
 
 
@@ -77,3 +79,43 @@ def draw_shared_samples(Y, n_samples, epoch_hash):
         for c in range(dim):
             positions[c, s] = Y[k, c]
     return ks, positions, hits
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _attraction(u, a, b, umap):
+    """The attraction's coefficient: UMAP's ``2ab u^(b−1)/(1 + a u^b)`` (``umap``) or the
+    normalized mode's ``g``."""
+    if umap:
+        return umap_attraction_coeff(u, a, b)
+    return ab_kernel(u, a, b)[1]
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _attract_2d(Y, y0, y1, indptr, indices, data, i, a, b, umap):
+    """``Σ_j p_ij c_ij (y_i − y_j)`` over row i's edges (pairs at u = 0 left out), with ``c``
+    from :func:`_attraction`; ``umap`` is a constant at each call."""
+    f0 = np.float32(0.0)
+    f1 = np.float32(0.0)
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        d0 = y0 - Y[j, 0]
+        d1 = y1 - Y[j, 1]
+        u = d0 * d0 + d1 * d1
+        if u > 0.0:
+            coef = data[e] * _attraction(u, a, b, umap)
+            f0 += coef * d0
+            f1 += coef * d1
+    return f0, f1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _attract_nd(Y, F, i, indptr, indices, data, scale, a, b, umap):
+    """``F[i] += scale · Σ_j p_ij c_ij (y_i − y_j)``, as :func:`_attract_2d` in any dimension
+    (a negative ``scale`` pulls)."""
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        u = _sq_dist(Y, i, j)
+        if u > 0.0:
+            coef = scale * data[e] * _attraction(u, a, b, umap)
+            for c in range(Y.shape[1]):
+                F[i, c] += coef * (Y[i, c] - Y[j, c])
