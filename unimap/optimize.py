@@ -172,7 +172,6 @@ def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
             class_ptr, order)
 
 
-UMAP_EPS = 1e-3  # ε of UMAP's repulsion 2b / ((ε + d²)(1 + a d^(2b)))
 FULL_BATCH_CLIP = 4.0  # per-coordinate clip of a point's summed force (UMAP's clip)
 
 
@@ -203,6 +202,7 @@ def full_batch_umap(
     embedding : ndarray of shape (n_samples, n_components), float32
     """
     from unimap._kernels.gdr import umap_epoch
+    from unimap._kernels.lowdim import UMAP_EPS
     from unimap._threads import adaptive_threads
 
     f32 = np.float32
