@@ -1,18 +1,23 @@
 """Randomness: every random choice of a fit derives from one integer seed.
 
 ``random_state`` (None, int, numpy Generator or RandomState) becomes a 63-bit seed once per
-fit (:func:`seed_from_random_state`). Counter-based numba kernels hash that seed with their
-loop counters (:mod:`unimap._kernels.rng`); numpy code builds ``np.random.default_rng`` from it.
+fit (:func:`seed_from_random_state`). That seed is split by ``numpy.random.SeedSequence.spawn``
+into independent streams, one per phase, with a fixed mapping (:class:`FitStreams`): child 0
+the neighbour index, 1 the initialization, 2 the optimizer, 3 the placement of new points by
+``transform``. A phase that needs several streams spawns again from its own seed
+(:func:`spawn_seeds`). Counter-based numba kernels hash their seed with their loop counters
+(:mod:`unimap._kernels.rng`); numpy code builds ``np.random.default_rng`` from it.
 """
 
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["check_random_state", "seed_from_random_state"]
+__all__ = ["FitStreams", "check_random_state", "seed_from_random_state", "spawn_seeds"]
 
 
 def check_random_state(random_state: Any, name: str = "random_state") -> None:
@@ -41,3 +46,24 @@ def seed_from_random_state(random_state: Any) -> int:
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
     return int(random_state) & ((1 << 63) - 1)
+
+
+def spawn_seeds(seed: int, n: int) -> list[int]:
+    """``n`` independent 63-bit seeds derived from ``seed`` (``SeedSequence(seed).spawn(n)``);
+    the same ``seed`` always gives the same list, and child ``i`` does not depend on ``n``."""
+    children = np.random.SeedSequence(int(seed)).spawn(n)
+    return [int(c.generate_state(1, dtype=np.uint64)[0] >> 1) for c in children]
+
+
+@dataclass(frozen=True)
+class FitStreams:
+    """The independent seeds of one fit's phases, children 0..3 of the fit's seed."""
+
+    neighbors: int
+    init: int
+    optimize: int
+    transform: int
+
+    @classmethod
+    def from_seed(cls, seed: int) -> FitStreams:
+        return cls(*spawn_seeds(seed, 4))

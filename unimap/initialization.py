@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from unimap._random import spawn_seeds
 from unimap._validation import check_array
 
 __all__ = [
@@ -158,31 +159,37 @@ def spectral_init(
     the ± coordinate axes for few components, else the PCA of the component centroids in
     ``data`` (random directions without data).
 
+    ``seed`` is split into three streams: the eigensolver's start vector, the tie-breaking
+    noise, and the random layouts (fallback, meta positions, small components).
+
     Returns
     -------
     embedding : ndarray of shape (n_samples, n_components), float32
     info : dict
         ``{"method": "spectral", "n_graph_components": int, "fallback": str | None}``
     """
+    solver_seed, noise_seed, layout_seed = spawn_seeds(seed, 3)
     graph = sp.csr_matrix(graph)
     n_comp, labels = connected_components(graph, directed=False)
     info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
                             "fallback": None}
     if n_comp == 1:
-        layout = spectral_layout(graph, n_components, seed)
+        layout = spectral_layout(graph, n_components, solver_seed)
         if layout is not None:
-            return _expand(layout, seed), info
+            return _expand(layout, noise_seed), info
         info["fallback"] = "random (eigensolver failed or graph too small)"
         if graph.shape[0] > n_components + 1:
             warnings.warn("spectral initialization failed; using random initialization",
                           stacklevel=2)
-        return random_init(graph.shape[0], n_components, seed), info
+        return random_init(graph.shape[0], n_components, layout_seed), info
     warnings.warn(
         f"the neighbour graph has {n_comp} connected components; each is laid out "
         "separately and they are placed apart (distances between them are not meaningful)",
         stacklevel=2,
     )
-    return _multi_component(graph, labels, n_comp, n_components, seed, data), info
+    layout = _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
+                              data)
+    return _expand(layout, noise_seed), info
 
 
 def _expand(layout: np.ndarray, seed: int, max_coord: float = 10.0) -> np.ndarray:
@@ -221,26 +228,29 @@ def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
     return meta / np.linalg.norm(meta, axis=1, keepdims=True)
 
 
-def _multi_component(graph, labels, n_comp, n_components, seed, data) -> np.ndarray:
+def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
+                     data) -> np.ndarray:
     """Each component laid out on its own (spectral, or random when it is too small), in a
     box of radius a quarter of the gap to the nearest other component's meta position."""
     from scipy.spatial import cKDTree
 
+    meta_seed, small_seed = spawn_seeds(layout_seed, 2)
     sizes = np.bincount(labels, minlength=n_comp)
-    meta = _meta_positions(labels, sizes, n_components, seed, data)
+    meta = _meta_positions(labels, sizes, n_components, meta_seed, data)
     gaps = cKDTree(meta).query(meta, k=2)[0][:, 1]
     radius = np.maximum(gaps / 4.0, 1e-3)
     # Components too small for a spectral layout (most of them when there are thousands)
     # are placed at random in one go; the others one by one.
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(small_seed)
     layout = rng.uniform(-1.0, 1.0, size=(graph.shape[0], n_components))
     members_of = np.split(np.argsort(labels, kind="stable"), np.cumsum(sizes)[:-1])
-    for c in np.flatnonzero(sizes > n_components + 1):
+    large = np.flatnonzero(sizes > n_components + 1)
+    for c, component_seed in zip(large, spawn_seeds(solver_seed, len(large))):
         members = members_of[c]
-        sub = spectral_layout(graph[members][:, members], n_components, seed + c)
+        sub = spectral_layout(graph[members][:, members], n_components, component_seed)
         if sub is not None:
             layout[members] = sub / max(np.abs(sub).max(), 1e-12)
-    return _expand(meta[labels] + radius[labels, None] * layout, seed)
+    return meta[labels] + radius[labels, None] * layout
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
@@ -253,14 +263,16 @@ def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
     """
     from unimap._pca import fit_pca, project
 
+    sample_seed, solver_seed, pad_seed = spawn_seeds(seed, 3)
     k = min(n_components, X.shape[0], X.shape[1])
     sample = X
     if X.shape[0] > PCA_INIT_FIT_ROWS:
-        rows = np.random.default_rng(seed).choice(X.shape[0], PCA_INIT_FIT_ROWS, replace=False)
+        rows = np.random.default_rng(sample_seed).choice(X.shape[0], PCA_INIT_FIT_ROWS,
+                                                         replace=False)
         sample = X[np.sort(rows)]
-    proj = project(X, fit_pca(sample, k, seed=seed)).astype(np.float32)
+    proj = project(X, fit_pca(sample, k, seed=solver_seed)).astype(np.float32)
     if k < n_components:  # fewer features than output dimensions: pad with small noise
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(pad_seed)
         pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0),
                          size=(X.shape[0], n_components - k))
         proj = np.hstack([proj, pad.astype(np.float32)])

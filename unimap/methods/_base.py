@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import NotFittedError
 
 from unimap._params import validate_params
-from unimap._random import seed_from_random_state
+from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
 
@@ -148,16 +148,17 @@ class NeighborEmbedding(UnimapEstimator):
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
         fit = SimpleNamespace(**self._resolve(n))
         fit.n_features_in_ = X.shape[1]
-        fit._seed = seed = seed_from_random_state(self.random_state)
+        fit._seed = seed_from_random_state(self.random_state)
+        fit._streams = streams = FitStreams.from_seed(fit._seed)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             with clock.phase("neighbors", lambda: fit.knn_method_):
-                fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, seed)
+                fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, streams.neighbors)
             with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges"):
                 fit.graph_ = self._affinities(fit, fit.knn_indices_, fit.knn_dists_)
             with clock.phase("init", lambda: fit.init_info_["method"]):
-                init = self._initialize(fit, X, seed)
+                init = self._initialize(fit, X, streams.init)
             with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs"):
-                embedding = self._optimize(fit, init, seed)
+                embedding = self._optimize(fit, init, streams.optimize)
         fit.embedding_ = check_embedding_finite(embedding, type(self).__name__)
         fit.timings_ = clock.finish()
         self.__dict__.update(vars(fit))

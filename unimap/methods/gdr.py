@@ -454,7 +454,7 @@ class GDR(NeighborEmbedding):
                                         RepulsionParams(method, 0.5, 1.0))
         return fuzzy_placement(
             self._index, X, self.embedding_, self.n_neighbors_, local_connectivity=1.0,
-            a=self.a_, b=self.b_, seed=self._seed,
+            a=self.a_, b=self.b_, seed=self._streams.transform,
             n_epochs=transform_epochs(self.embedding_.shape[0], self.n_epochs),
             learning_rate=_TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
             negative_sample_rate=5.0)

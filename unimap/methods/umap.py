@@ -232,7 +232,7 @@ default="spectral"
         n_epochs = transform_epochs(self.embedding_.shape[0], self.n_epochs)
         return fuzzy_placement(
             self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
-            self.a_, self.b_, self._seed, n_epochs, self.learning_rate / 4.0,
+            self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
             self.repulsion_strength, self.negative_sample_rate)
 
 
