@@ -240,10 +240,12 @@ def run_worker(
     spec: dict,
     spec_path: str | os.PathLike,
     timeout: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """Run ``script --worker NAME --spec SPEC_PATH`` in a fresh interpreter; return its result.
 
-    ``spec`` is written to ``spec_path`` first. The worker's stderr is echoed to ours once it
+    ``spec`` is written to ``spec_path`` first; ``env`` (default: ours) is the worker's
+    environment. The worker's stderr is echoed to ours once it
     has finished. The returned dict gains ``process_wall_s`` (interpreter start to exit, as
     seen by the parent) and, on Linux, ``other_cores``: the average number of cores that were
     busy with something other than the worker while it ran (other work skews timings).
@@ -254,7 +256,8 @@ def run_worker(
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False,
+                              env=env)
     except subprocess.TimeoutExpired as exc:
         raise WorkerError(f"{name}: timed out after {timeout:.0f} s") from exc
     wall = time.perf_counter() - t0

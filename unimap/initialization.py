@@ -245,7 +245,7 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     layout = rng.uniform(-1.0, 1.0, size=(graph.shape[0], n_components))
     members_of = np.split(np.argsort(labels, kind="stable"), np.cumsum(sizes)[:-1])
     large = np.flatnonzero(sizes > n_components + 1)
-    for c, component_seed in zip(large, spawn_seeds(solver_seed, len(large))):
+    for c, component_seed in zip(large, spawn_seeds(solver_seed, len(large)), strict=True):
         members = members_of[c]
         sub = spectral_layout(graph[members][:, members], n_components, component_seed)
         if sub is not None:
