@@ -93,15 +93,8 @@ def umap_sgd(
         emb, graph, relabel = _relabel_for_locality(emb, graph)
         if callback is not None:
             callback = _in_original_order(callback, relabel)
-    indptr = graph.indptr.astype(np.int64)
-    indices = graph.indices.astype(np.int32)
-    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
-    if tail is None:
-        heads, tails, class_ptr, order = edge_classes(indptr, indices, emb.shape[0])
-        eps = eps[order]
-    eps_neg = eps / negative_sample_rate
-    next_sample = eps.copy()
-    next_negative = eps_neg.copy()
+    edges, schedule = _sampling_plan(graph, tail is None, n_epochs, max_weight,
+                                     negative_sample_rate)
     if row_keys is None:
         row_keys = np.arange(emb.shape[0], dtype=np.uint64)
     f32 = np.float32
@@ -117,15 +110,30 @@ def umap_sgd(
             alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
             if tail is None:
                 snapshot[:] = emb
-                fit_epoch(emb, snapshot, heads, tails, class_ptr, eps, next_sample, eps_neg,
-                          next_negative, seed, epoch, a, b, gamma, alpha)
+                fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha)
             else:
-                sgd_epoch_rows(emb, tail, indptr, indices, eps, next_sample, eps_neg,
-                               next_negative, row_keys, seed, epoch, a, b, gamma, alpha)
+                sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
+                               alpha)
             threads.end_epoch()
             if callback is not None:
                 callback(epoch, emb)
     return emb if relabel is None else _in_input_order(emb, relabel)
+
+
+def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
+    """The edge arrays an epoch kernel walks and its sampling schedule (epochs per sample
+    and per negative sample, next epoch of each): when fitting, the edges grouped in classes
+    that no two threads write at once (heads, tails, class_ptr); else the CSR rows."""
+    indptr = graph.indptr.astype(np.int64)
+    indices = graph.indices.astype(np.int32)
+    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
+    if fitting:
+        heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
+        edges, eps = (heads, tails, class_ptr), eps[order]
+    else:
+        edges = (indptr, indices)
+    eps_neg = eps / negative_sample_rate
+    return edges, (eps, eps.copy(), eps_neg, eps_neg.copy())
 
 
 def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):

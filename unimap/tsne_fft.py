@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -186,25 +187,11 @@ def fft_repulsion(Y: np.ndarray, dof: float = 1.0, n_interpolation_points: int =
         If ``Y`` is not (n, 1) or (n, 2), has fewer than 2 rows or non-finite values, or a
         parameter is out of range.
     """
-    Y = np.ascontiguousarray(Y, dtype=np.float64)
-    if Y.ndim != 2 or Y.shape[1] not in (1, 2):
-        raise ValueError(f"Y must have shape (n, 1) or (n, 2), got {Y.shape}")
+    Y, lo, hi = _checked_inputs(Y, dof, n_interpolation_points, min_num_intervals,
+                                ints_in_interval)
     n, dim = Y.shape
-    if n < 2:
-        raise ValueError(f"need at least 2 points, got {n}")
-    if not dof > 0 or not math.isfinite(dof):
-        raise ValueError(f"dof must be positive, got {dof}")
     p = int(n_interpolation_points)
-    if p < 1 or int(min_num_intervals) < 1 or not ints_in_interval > 0:
-        raise ValueError("n_interpolation_points and min_num_intervals must be >= 1 and "
-                         "ints_in_interval > 0")
-    lo, hi, finite = _k.bounds(Y)
-    if not finite:
-        raise ValueError("Y contains non-finite values")
-    dof = float(dof)
-    workers = numba.get_num_threads()
     ws = FFTWorkspace() if workspace is None else workspace
-
     center = 0.5 * (lo + hi)
     span = float((hi - lo).max())
     if span == 0.0:  # all points coincide: any box works, forces are exactly 0
@@ -213,42 +200,83 @@ def fft_repulsion(Y: np.ndarray, dof: float = 1.0, n_interpolation_points: int =
         raise ValueError("the embedding's span overflows float64")
     max_nodes = MAX_NODES_2D if dim == 2 else MAX_NODES_1D
     nb = _n_boxes(span, p, min_num_intervals, ints_in_interval, max_nodes)
-    width = span / nb
-    origin = center - 0.5 * span
-    m = nb * p  # nodes per dimension
-    L = 2 * m  # circulant embedding
-    h = width / p  # node spacing
-
-    order, row_ptr = _k.sort_by_box(Y, origin, width, nb)
+    grid = _Grid(center, center - 0.5 * span, span / nb, nb, p)
+    order, row_ptr = _k.sort_by_box(Y, grid.origin, grid.width, nb)
     groups = _k.balanced_row_groups(row_ptr, min(N_SCATTER_GROUPS, nb))
-    yc = ws.get("yc", (n, dim))
-    box = ws.get("box", (n, dim), np.int64)
-    weights = ws.get("weights", (n, dim, p))
+    sorted_points = (order, row_ptr, groups, ws.get("yc", (n, dim)),
+                     ws.get("box", (n, dim), np.int64), ws.get("weights", (n, dim, p)))
     forces = np.empty((n, dim))
-
-    if dim == 2:
-        # Columns m..L-1 are the FFT's zero padding: zeroed once here, never written.
-        grid = ws.get("grid", (3, m, L), zeros=True)
-        kq = ws.get("kq", (2, m + 1, m + 1))
-        _k.scatter_2d(Y, center, origin, width, nb, order, row_ptr, groups, yc, box, weights,
-                      grid, h, dof, kq)
-        kspec = sfft.dctn(kq, type=1, axes=(1, 2), workers=workers, overwrite_x=True)
-        spec = ws.get("spec", (3, L, m + 1), np.complex128)
-        pp = _raw_pocketfft()
-        _forward_2d(grid, spec, workers, pp)
-        z_all = _k.apply_kernels_2d(spec, kspec, spec)
-        pot = ws.get("pot", (3, m, L))
-        _inverse_2d(spec, pot, workers, pp)
-        _k.gather_forces_2d(yc, order, box, weights, pot, forces)
-    else:
-        grid = np.empty((2, m))
-        _k.scatter_1d(Y, center, origin, width, nb, order, row_ptr, groups, yc, box, weights,
-                      grid)
-        kq = np.empty((2, m + 1))
-        _k.kernel_quadrants_1d(h, m, dof, kq)
-        kspec = sfft.dct(kq, type=1, axis=1, workers=workers, overwrite_x=True)
-        spec = sfft.rfft(grid, n=L, axis=1, workers=workers)
-        z_all = _k.apply_kernels_1d(spec, kspec, spec)
-        pot = sfft.irfft(spec, n=L, axis=1, workers=workers, overwrite_x=True)
-        _k.gather_forces_1d(yc, order, box, weights, pot, forces)
+    convolve = _convolve_2d if dim == 2 else _convolve_1d
+    z_all = convolve(Y, grid, sorted_points, float(dof), ws, forces)
     return forces, float(z_all) - n
+
+
+class _Grid(NamedTuple):
+    """The interpolation grid: ``nb`` boxes of ``width`` per dimension from ``origin``, ``p``
+    nodes per box (``m = nb p`` nodes per dimension, FFT length ``2 m``)."""
+
+    center: np.ndarray
+    origin: np.ndarray
+    width: float
+    nb: int
+    p: int
+
+
+def _checked_inputs(Y, dof, p, min_num_intervals, ints_in_interval):
+    """``Y`` as C-contiguous float64 and its bounds, or a ValueError naming the problem."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[1] not in (1, 2):
+        raise ValueError(f"Y must have shape (n, 1) or (n, 2), got {Y.shape}")
+    if Y.shape[0] < 2:
+        raise ValueError(f"need at least 2 points, got {Y.shape[0]}")
+    if not dof > 0 or not math.isfinite(dof):
+        raise ValueError(f"dof must be positive, got {dof}")
+    if int(p) < 1 or int(min_num_intervals) < 1 or not ints_in_interval > 0:
+        raise ValueError("n_interpolation_points and min_num_intervals must be >= 1 and "
+                         "ints_in_interval > 0")
+    lo, hi, finite = _k.bounds(Y)
+    if not finite:
+        raise ValueError("Y contains non-finite values")
+    return Y, lo, hi
+
+
+def _convolve_2d(Y, g, sorted_points, dof, ws, forces) -> float:
+    """Scatter, FFT convolution and gather on the 2-D grid; fills ``forces``, returns
+    ``sum_i phi_Z(i)`` (Z plus the n self-terms)."""
+    order, row_ptr, groups, yc, box, weights = sorted_points
+    workers = numba.get_num_threads()
+    m = g.nb * g.p
+    L = 2 * m  # circulant embedding
+    # Columns m..L-1 are the FFT's zero padding: zeroed once here, never written.
+    grid = ws.get("grid", (3, m, L), zeros=True)
+    kq = ws.get("kq", (2, m + 1, m + 1))
+    _k.scatter_2d(Y, g.center, g.origin, g.width, g.nb, order, row_ptr, groups, yc, box,
+                  weights, grid, g.width / g.p, dof, kq)
+    kspec = sfft.dctn(kq, type=1, axes=(1, 2), workers=workers, overwrite_x=True)
+    spec = ws.get("spec", (3, L, m + 1), np.complex128)
+    pp = _raw_pocketfft()
+    _forward_2d(grid, spec, workers, pp)
+    z_all = _k.apply_kernels_2d(spec, kspec, spec)
+    pot = ws.get("pot", (3, m, L))
+    _inverse_2d(spec, pot, workers, pp)
+    _k.gather_forces_2d(yc, order, box, weights, pot, forces)
+    return z_all
+
+
+def _convolve_1d(Y, g, sorted_points, dof, ws, forces) -> float:
+    """The 1-D counterpart of :func:`_convolve_2d` (no workspace: 1-D grids are small)."""
+    order, row_ptr, groups, yc, box, weights = sorted_points
+    workers = numba.get_num_threads()
+    m = g.nb * g.p
+    L = 2 * m
+    grid = np.empty((2, m))
+    _k.scatter_1d(Y, g.center, g.origin, g.width, g.nb, order, row_ptr, groups, yc, box,
+                  weights, grid)
+    kq = np.empty((2, m + 1))
+    _k.kernel_quadrants_1d(g.width / g.p, m, dof, kq)
+    kspec = sfft.dct(kq, type=1, axis=1, workers=workers, overwrite_x=True)
+    spec = sfft.rfft(grid, n=L, axis=1, workers=workers)
+    z_all = _k.apply_kernels_1d(spec, kspec, spec)
+    pot = sfft.irfft(spec, n=L, axis=1, workers=workers, overwrite_x=True)
+    _k.gather_forces_1d(yc, order, box, weights, pot, forces)
+    return z_all

@@ -205,15 +205,7 @@ def subsample_stability(
         from unimap.methods.umap import UMAP
 
         estimator = UMAP
-    if embedding is None:
-        reference = _embed(clone_estimator(estimator), X)
-    else:
-        reference = check_array(embedding, "embedding", dtype=np.float64)
-        if reference.shape[0] != n:
-            raise ValueError(
-                f"X has {n} samples but embedding has {reference.shape[0]}; they must "
-                "correspond row for row"
-            )
+    reference = _reference_embedding(X, estimator, embedding)
     rng = _rng(random_state)
     indices = np.stack([np.sort(rng.choice(n, size=n_sub, replace=False))
                         for _ in range(n_repeats)])
@@ -227,6 +219,26 @@ def subsample_stability(
                 f"has {reference.shape[1]}"
             )
         aligned[r], disparity[r] = procrustes_align(sub, reference[ids])
+    return _displacements(reference, indices, aligned, disparity)
+
+
+def _reference_embedding(X: Any, estimator: Any, embedding: Any) -> np.ndarray:
+    """The embedding of all points: ``embedding`` checked against ``X``, or fitted here."""
+    if embedding is None:
+        return _embed(clone_estimator(estimator), X)
+    reference = check_array(embedding, "embedding", dtype=np.float64)
+    if reference.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X has {X.shape[0]} samples but embedding has {reference.shape[0]}; they must "
+            "correspond row for row"
+        )
+    return reference
+
+
+def _displacements(reference, indices, aligned, disparity) -> SubsampleStability:
+    """Each aligned point's distance from its reference position, relative to the
+    reference's RMS radius, and its mean per point."""
+    n = reference.shape[0]
     centred = reference - reference.mean(axis=0)
     scale = float(np.sqrt((centred * centred).sum(axis=1).mean()))
     scale = scale if scale > 0 else 1.0
