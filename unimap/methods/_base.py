@@ -24,10 +24,20 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
-from unimap._params import validate_params
+from unimap._params import (
+    ArrayLike,
+    Boolean,
+    Integer,
+    Jobs,
+    Optional,
+    Options,
+    Seed,
+    validate_params,
+)
 from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
+from unimap.neighbors import METHODS, METRICS
 
 __all__ = ["PhaseTimer", "UnimapEstimator", "NeighborEmbedding"]
 
@@ -115,6 +125,18 @@ class UnimapEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     def _expected_failed_checks(self) -> dict[str, str]:
         """scikit-learn's ``check_estimator`` checks that cannot apply, with the reason."""
         return {}
+
+
+PIPELINE_CONSTRAINTS = {
+    "n_components": Integer(1),
+    "metric": Options(*METRICS),
+    "random_state": Seed(),
+    "n_jobs": Jobs(),
+    "knn_method": Options(*METHODS),
+    "precomputed_knn": Optional(ArrayLike()),
+    "verbose": Boolean(),
+}
+"""The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""
 
 
 class NeighborEmbedding(UnimapEstimator):

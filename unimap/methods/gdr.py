@@ -30,15 +30,12 @@ from unimap._params import (
     ArrayLike,
     Boolean,
     Integer,
-    Jobs,
     Optional,
     Options,
     Real,
-    Seed,
 )
-from unimap.methods._base import NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
-from unimap.neighbors import METHODS, METRICS
 
 __all__ = ["GDR"]
 
@@ -187,9 +184,8 @@ class GDR(NeighborEmbedding):
     """
 
     _parameter_constraints = {
+        **PIPELINE_CONSTRAINTS,
         "n_neighbors": Integer(2),
-        "n_components": Integer(1),
-        "metric": Options(*METRICS),
         "normalized": Boolean(),
         "symmetric_attraction": Optional(Boolean()),
         "symmetrization": Optional(Options("umap", "tsne", "none")),
@@ -207,11 +203,6 @@ class GDR(NeighborEmbedding):
         "momentum": Optional(Real(0.0, 1.0, high_inclusive=False)),
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),
-        "random_state": Seed(),
-        "n_jobs": Jobs(),
-        "knn_method": Options(*METHODS),
-        "precomputed_knn": Optional(ArrayLike()),
-        "verbose": Boolean(),
     }
 
     def __init__(

@@ -18,19 +18,15 @@ from unimap import placement
 from unimap._params import (
     AnyOf,
     ArrayLike,
-    Boolean,
     Integer,
     IsCallable,
-    Jobs,
     Optional,
     Options,
     Real,
-    Seed,
 )
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_float, check_int
-from unimap.methods._base import NeighborEmbedding
-from unimap.neighbors import METHODS, METRICS
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["TSNE"]
 
@@ -129,7 +125,7 @@ default="pca"
 
     _scale = "std"
     _parameter_constraints = {
-        "n_components": Integer(1),
+        **PIPELINE_CONSTRAINTS,
         "perplexity": Real(0.0, low_inclusive=False),
         "early_exaggeration": Real(0.0, low_inclusive=False),
         "early_exaggeration_iter": Integer(0),
@@ -146,16 +142,10 @@ default="pca"
         "n_interpolation_points": Integer(1),
         "min_num_intervals": Integer(1),
         "ints_in_interval": Real(0.0, low_inclusive=False),
-        "metric": Options(*METRICS),
         "init": AnyOf(Options("pca", "random", "spectral"), ArrayLike()),
         "dof": Real(0.0, low_inclusive=False),
-        "random_state": Seed(),
-        "n_jobs": Jobs(),
-        "knn_method": Options(*METHODS),
-        "precomputed_knn": Optional(ArrayLike()),
         "callback": Optional(IsCallable()),
         "callback_every": Integer(1),
-        "verbose": Boolean(),
     }
 
 

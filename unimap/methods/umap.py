@@ -14,16 +14,12 @@ from typing import Any
 from unimap._params import (
     AnyOf,
     ArrayLike,
-    Boolean,
     Integer,
-    Jobs,
     Optional,
     Options,
     Real,
-    Seed,
 )
-from unimap.methods._base import NeighborEmbedding
-from unimap.neighbors import METHODS, METRICS
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
@@ -121,9 +117,8 @@ default="spectral"
     """
 
     _parameter_constraints = {
+        **PIPELINE_CONSTRAINTS,
         "n_neighbors": Integer(2),
-        "n_components": Integer(1),
-        "metric": Options(*METRICS),
         "n_epochs": Optional(Integer(1)),
         "learning_rate": Real(0.0, low_inclusive=False),
         "init": AnyOf(Options("spectral", "pca", "random"), ArrayLike()),
@@ -135,11 +130,6 @@ default="spectral"
         "negative_sample_rate": Real(0.0, low_inclusive=False),
         "a": Optional(Real(0.0, low_inclusive=False)),
         "b": Optional(Real(0.0, low_inclusive=False)),
-        "random_state": Seed(),
-        "n_jobs": Jobs(),
-        "knn_method": Options(*METHODS),
-        "precomputed_knn": Optional(ArrayLike()),
-        "verbose": Boolean(),
     }
 
     def __init__(
