@@ -79,3 +79,45 @@ def test_grid_search_over_n_neighbors_with_a_unimap_metric(digits):
     assert search.best_params_["n_neighbors"] in (5, 15)
     scores = search.cv_results_["mean_test_score"]
     assert np.all((scores > 0.8) & (scores <= 1.0)), scores
+
+
+def test_estimators_load_without_scikit_learn():
+    """scikit-learn's import costs 0.8 s in a fresh process; fitting must not need it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from unimap import GDR, PCA, TSNE, UMAP\n"
+        "X = np.random.default_rng(0).standard_normal((300, 8)).astype(np.float32)\n"
+        "for est in (PCA(2), UMAP(n_epochs=5), TSNE(n_iter=20, early_exaggeration_iter=5),\n"
+        "            GDR(n_epochs=5), GDR(normalized=True, n_epochs=5)):\n"
+        "    est.fit(X).transform(X[:5])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'"
+        " or m == 'scipy.stats'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out
+
+
+def test_pandas_output_and_feature_names(digits):
+    pd = pytest.importorskip("pandas")
+    X, _ = digits
+    frame = pd.DataFrame(X[:200], columns=[f"pixel{i}" for i in range(X.shape[1])],
+                         index=np.arange(1000, 1200))
+    model = UMAP(n_epochs=20, random_state=0).set_output(transform="pandas")
+    out = model.fit_transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["umap0", "umap1"]
+    assert (out.index == frame.index).all()
+    np.testing.assert_array_equal(out.to_numpy(), model.embedding_)
+    assert list(model.feature_names_in_) == list(frame.columns)
+    placed = model.transform(frame.iloc[:5])
+    assert isinstance(placed, pd.DataFrame) and (placed.index == frame.index[:5]).all()
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.transform(frame.iloc[:5].rename(columns={"pixel0": "other"}))
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        model.transform(X[:5])
+    # A refit on an array forgets the names.
+    assert not hasattr(UMAP(n_epochs=5).fit(frame).fit(X[:200]), "feature_names_in_")

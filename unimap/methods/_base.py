@@ -21,8 +21,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import NotFittedError
 
 from unimap._params import (
     ArrayLike,
@@ -37,6 +35,7 @@ from unimap._params import (
 from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
+from unimap.methods._contract import EstimatorContract, not_fitted_error
 from unimap.neighbors import METHODS, METRICS
 
 __all__ = ["PhaseTimer", "UnimapEstimator", "NeighborEmbedding"]
@@ -82,7 +81,7 @@ class PhaseTimer:
         return dict(self.timings)
 
 
-class UnimapEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class UnimapEstimator(EstimatorContract):
     """scikit-learn contract shared by every unimap estimator.
 
     Subclasses declare ``_parameter_constraints`` (see :mod:`unimap._params`) and may add
@@ -101,7 +100,7 @@ class UnimapEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
 
     def _check_fitted(self) -> None:
         if not hasattr(self, self._fitted_attribute):
-            raise NotFittedError(f"this {type(self).__name__} instance is not fitted yet; "
+            raise not_fitted_error(f"this {type(self).__name__} instance is not fitted yet; "
                                  "call fit first")
 
     def _check_n_features(self, X: Any, expected: int) -> None:
@@ -112,15 +111,6 @@ class UnimapEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     def _log(self, message: str) -> None:
         if getattr(self, "verbose", False):
             print(f"[unimap.{type(self).__name__}] {message}", flush=True)
-
-    def _more_sklearn_tags(self, tags: Any) -> Any:
-        return tags
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float32"]
-        return self._more_sklearn_tags(tags)
 
     def _expected_failed_checks(self) -> dict[str, str]:
         """scikit-learn's ``check_estimator`` checks that cannot apply, with the reason."""
@@ -164,11 +154,13 @@ class NeighborEmbedding(UnimapEstimator):
         """
         clock = PhaseTimer(self._log)
         self._validate_params()
+        names = SimpleNamespace()
+        self._record_feature_names(X, names)
         X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
-        fit = SimpleNamespace(**self._resolve(n))
+        fit = SimpleNamespace(**self._resolve(n), **vars(names))
         fit.n_features_in_ = X.shape[1]
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
@@ -183,6 +175,7 @@ class NeighborEmbedding(UnimapEstimator):
                 embedding = self._optimize(fit, init, streams.optimize)
         fit.embedding_ = check_embedding_finite(embedding, type(self).__name__)
         fit.timings_ = clock.finish()
+        self.__dict__.pop("feature_names_in_", None)  # a refit without names drops them
         self.__dict__.update(vars(fit))
         return self
 
@@ -224,6 +217,7 @@ class NeighborEmbedding(UnimapEstimator):
         self._check_fitted()
         if self._index is None:
             raise ValueError("transform is unavailable when fitted with precomputed_knn")
+        self._check_feature_names(X)
         X = check_method_input(X, self.metric, square=False)
         n_train = self.embedding_.shape[0]
         self._check_n_features(X, n_train if self.metric == "precomputed"

@@ -7,6 +7,7 @@ initialization and the kNN search's reduction share.
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,7 @@ class PCA(UnimapEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` of shape (m, n_features) onto the components: (m, n_components)."""
         self._check_fitted()
+        self._check_feature_names(X)
         X = _check_input(X)
         self._check_n_features(X, self.n_features_in_)
         return project(X, self._axes, self.whiten)
@@ -132,6 +134,8 @@ class PCA(UnimapEstimator):
     def _fit(self, X: Any) -> np.ndarray:
         start = time.perf_counter()
         self._validate_params()
+        names = SimpleNamespace()
+        self._record_feature_names(X, names)
         X = _check_input(X)
         n, d = X.shape
         k = check_int(self.n_components, "n_components", 1, min(n, d))
@@ -142,6 +146,8 @@ class PCA(UnimapEstimator):
             solver = choose_solver(n, d, k)
         seed = seed_from_random_state(self.random_state) if solver == "randomized" else 0
         axes = fit_pca(X, k, solver, self.n_iter, seed)
+        self.__dict__.pop("feature_names_in_", None)
+        self.__dict__.update(vars(names))
         self.n_samples_, self.n_features_in_, self.n_components_ = n, d, k
         self.svd_solver_ = axes.solver
         self.components_ = axes.components
