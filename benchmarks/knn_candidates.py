@@ -87,6 +87,10 @@ CANDIDATES: dict[str, Candidate] = {
     "faiss-hnsw-M32": Candidate("faiss_hnsw", HNSW32, "IndexHNSWFlat M=32, efC=80"),
     "hnswlib-M16": Candidate("hnswlib", HNSW16, "M=16, efC=40"),
     "hnswlib-M32": Candidate("hnswlib", HNSW32, "M=32, efC=80"),
+    "usearch-M16": Candidate("usearch", HNSW16, "Index(metric='l2sq', f32) M=16, efC=40"),
+    "usearch-M16-efC20": Candidate("usearch", {"M": 16, "efC": 20, "sweep": [16, 24, 32]},
+                                   "Index(metric='l2sq', f32) M=16, efC=20"),
+    "voyager-M16": Candidate("voyager", HNSW16, "Index(Space.Euclidean, Float32) M=16, efC=40"),
     "faiss-ivf-1024": Candidate("faiss_ivf", IVF, "IndexIVFFlat nlist=1024, k-means niter=10"),
     "pca50-eigh-flat": Candidate(
         "pca", {"dim": 50, "pca": "eigh", "index": "flat"}, "PCA-50 (eigh) + IndexFlatL2"
@@ -195,6 +199,40 @@ def worker(name: str, out_dir: Path, threads: int) -> dict:
             index.set_ef(max(ef, K_QUERY))
             t0 = _clock()
             ids, _ = index.knn_query(X, k=K_QUERY, num_threads=threads)
+            save(f"ef={ef}", ids, import_s=t_import, build_s=t_build, query_s=_clock() - t0)
+        return {"rows": rows, "info": info}
+
+    if kind == "usearch":
+        t0 = _clock()
+        from usearch.index import Index
+
+        t_import = _clock() - t0
+        t0 = _clock()
+        index = Index(ndim=X.shape[1], metric="l2sq", dtype="f32", connectivity=params["M"],
+                      expansion_add=params["efC"])
+        index.add(np.arange(X.shape[0]), X, threads=threads)
+        t_build = _clock() - t0
+        for ef in params["sweep"]:
+            index.expansion_search = max(ef, K_QUERY)
+            t0 = _clock()
+            ids = index.search(X, K_QUERY, threads=threads).keys
+            save(f"ef={ef}", ids, import_s=t_import, build_s=t_build, query_s=_clock() - t0)
+        return {"rows": rows, "info": info}
+
+    if kind == "voyager":
+        t0 = _clock()
+        import voyager
+
+        t_import = _clock() - t0
+        t0 = _clock()
+        index = voyager.Index(voyager.Space.Euclidean, num_dimensions=X.shape[1], M=params["M"],
+                              ef_construction=params["efC"],
+                              storage_data_type=voyager.StorageDataType.Float32)
+        index.add_items(X, np.arange(X.shape[0]), num_threads=threads)
+        t_build = _clock() - t0
+        for ef in params["sweep"]:
+            t0 = _clock()
+            ids, _ = index.query(X, k=K_QUERY, num_threads=threads, query_ef=max(ef, K_QUERY))
             save(f"ef={ef}", ids, import_s=t_import, build_s=t_build, query_s=_clock() - t0)
         return {"rows": rows, "info": info}
 
