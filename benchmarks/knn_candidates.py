@@ -459,17 +459,10 @@ def machine_line() -> str:
                 break
     except OSError:
         pass
-    import faiss
-    import numba
-    import pynndescent
-    import sklearn
-
-    versions = (
-        f"faiss {faiss.__version__}, pynndescent {pynndescent.__version__}, "
-        f"hnswlib {_dist_version('hnswlib')}, numba {numba.__version__}, "
-        f"scikit-learn {sklearn.__version__}, numpy {np.__version__}, "
-        f"Python {platform.python_version()}"
-    )
+    dists = ("faiss-cpu", "pynndescent", "hnswlib", "usearch", "voyager", "numba",
+             "scikit-learn")
+    versions = ", ".join([*(f"{d} {_dist_version(d)}" for d in dists),
+                          f"numpy {np.__version__}", f"Python {platform.python_version()}"])
     return f"nproc={os.cpu_count()}, CPU: {model}; {versions}"
 
 

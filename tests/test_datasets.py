@@ -57,3 +57,22 @@ def test_digits_blobs_builtin():
     assert load_builtin("digits")[0].shape == (1797, 64)
     with pytest.raises(ValueError, match="unknown dataset"):
         load_builtin("nope")
+
+
+def test_digits_read_without_scikit_learn_match_its_loader():
+    """load_digits reads scikit-learn's data file itself (its import costs ~0.8 s)."""
+    import subprocess
+    import sys
+
+    from sklearn.datasets import load_digits as sklearn_digits
+
+    X, y = load_digits()
+    reference = sklearn_digits()
+    np.testing.assert_array_equal(X, reference.data.astype(np.float32))
+    np.testing.assert_array_equal(y, reference.target)
+    assert X.dtype == np.float32 and X.flags.c_contiguous
+    code = ("import sys; from unimap.datasets import load_digits; load_digits(); "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"

@@ -13,7 +13,7 @@ Backends (``method``):
 
 - ``"exact"``: chunked BLAS distances and a parallel row-wise top-k; ground truth, and the
   fastest choice for small data.
-- ``"hnsw"``: faiss HNSW graphs (``pip install unimap[faiss]``) of two halves of the data,
+- ``"hnsw"``: faiss HNSW graphs (faiss-cpu is a core dependency) of two halves of the data,
   built side by side on a 50-dimensional PCA projection; 2 x 30 candidates re-ranked by exact
   full-space distances, and each pair found by one point's search offered to the other
   point's list: recall@15 ≈ 0.99 on MNIST-70k in ~2 s on 2 cores; the default for large
@@ -191,7 +191,8 @@ class NeighborIndex:
         has_nnd = importlib.util.find_spec("pynndescent") is not None
         if self.method == "hnsw":
             if not has_faiss:
-                raise ImportError("method='hnsw' needs faiss: pip install 'unimap[faiss]'")
+                raise ImportError("method='hnsw' needs faiss, a dependency of unimap that is not "
+                                  "installed here: pip install faiss-cpu")
             if self.metric == "manhattan":
                 raise ValueError("method='hnsw' supports euclidean, cosine and correlation")
             return "hnsw"
@@ -208,8 +209,8 @@ class NeighborIndex:
         if has_nnd:
             return "nndescent"
         warnings.warn(
-            f"exact kNN on {n} points takes O(n^2) time; install faiss-cpu "
-            "('unimap[faiss]') or pynndescent for the fast approximate backends",
+            f"exact kNN on {n} points takes O(n^2) time; faiss-cpu (a dependency of "
+            "unimap) is not installed here: pip install faiss-cpu",
             stacklevel=3,
         )
         return "exact"

@@ -24,7 +24,7 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._threads import adaptive_threads, numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_float, check_int
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
@@ -243,7 +243,7 @@ default="pca"
         Y, fit.n_iter_ = gradient_descent(
             init.astype(np.float64), forces, phases, self.min_gain, self.max_grad_norm,
             self.max_step_norm, callback=self.callback, callback_every=self.callback_every,
-            log=self._log if self.verbose else None)
+            threads=adaptive_threads(init.shape[0]), log=self._log if self.verbose else None)
         fit.kl_divergence_ = forces.loss(Y)
         return Y.astype(np.float32)
 

@@ -1,0 +1,203 @@
+"""unimap and its peers on a quiet machine and on a busy one (another program on one core).
+
+The shared cloud machines that many users run on lend a core to other tenants now and then
+(hypervisor steal) or run other jobs beside theirs. A parallel epoch that waits at a barrier
+for its slowest thread then waits for the descheduled one. This script measures what that
+costs: each library fits MNIST (``--n`` rows) in a fresh process (``_harness.py``, warm numba
+caches), first with the machine quiet, then with a CPU-bound competitor process pinned to core
+0 (``os.sched_setaffinity``; the fit itself may use every core, as a user's would).
+
+Libraries (each with all cores, default parameters, seed 0 where it takes one):
+
+* ``gdr``: ``unimap.GDR(random_state=0)``; ``umap``: ``unimap.UMAP(random_state=0)``;
+  ``tsne``: ``unimap.TSNE(random_state=0)``;
+* ``umap-learn``: ``umap.UMAP(random_state=0)`` is single-threaded when seeded, so it runs
+  unseeded (its parallel mode, the fair comparison of a busy machine's effect);
+* ``openTSNE``: ``openTSNE.TSNE(n_jobs=-1, random_state=0)``.
+
+The table gives each library's median time in both states, the slowdown busy / quiet, and
+unimap's speed-up over the peer of its method in each state.
+
+Example::
+
+    python benchmarks/busy_host.py --n 70000 --repeats 2
+    python benchmarks/busy_host.py --n 20000 --only gdr,umap-learn --no-save
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _harness import (
+    Runner,
+    WorkerError,
+    fmt,
+    machine_description,
+    markdown_table,
+    median,
+    run_worker,
+    worker_main,
+)
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "busy_host.md"
+PEER = {"gdr": "umap-learn", "umap": "umap-learn", "tsne": "openTSNE"}
+
+
+def _import_unimap() -> Any:
+    import unimap
+
+    return unimap
+
+
+def _unimap(cls: str):
+    def fit(unimap: Any, X: np.ndarray, _: dict) -> tuple[np.ndarray, dict]:
+        model = getattr(unimap, cls)(random_state=0).fit(X)
+        return model.embedding_, {"timings": dict(model.timings_)}
+    return fit
+
+
+def _import_umap_learn() -> Any:
+    import umap
+
+    return umap
+
+
+def _fit_umap_learn(umap: Any, X: np.ndarray, _: dict) -> tuple[np.ndarray, dict]:
+    return umap.UMAP().fit_transform(X), {}
+
+
+def _import_opentsne() -> Any:
+    import openTSNE
+
+    return openTSNE
+
+
+def _fit_opentsne(openTSNE: Any, X: np.ndarray, _: dict) -> tuple[np.ndarray, dict]:
+    return np.asarray(openTSNE.TSNE(n_jobs=-1, random_state=0).fit(X)), {}
+
+
+RUNNERS = {
+    "gdr": Runner(_import_unimap, _unimap("GDR")),
+    "umap": Runner(_import_unimap, _unimap("UMAP")),
+    "tsne": Runner(_import_unimap, _unimap("TSNE")),
+    "umap-learn": Runner(_import_umap_learn, _fit_umap_learn),
+    "openTSNE": Runner(_import_opentsne, _fit_opentsne),
+}
+
+
+def _spin() -> None:  # the competitor: a CPU-bound loop on core 0
+    os.sched_setaffinity(0, {0})
+    while True:
+        pass
+
+
+def _run(args: argparse.Namespace, X: np.ndarray, tmp: Path) -> list[dict]:
+    np.save(tmp / "X.npy", X)
+    rows, run_id = [], 0
+    for state in ("quiet", "busy"):
+        competitor = None
+        if state == "busy":
+            competitor = mp.get_context("spawn").Process(target=_spin, daemon=True)
+            competitor.start()
+            time.sleep(1.0)
+        try:
+            for library in args.libraries:
+                for attempt in range(args.repeats + (state == "quiet")):  # one warm-up
+                    run_id += 1
+                    spec = {"data": str(tmp / "X.npy"),
+                            "embedding": str(tmp / f"embedding_{run_id:03d}.npy")}
+                    row: dict[str, Any] = {"library": library, "state": state}
+                    try:
+                        row |= run_worker(Path(__file__).resolve(), library, spec,
+                                          tmp / f"spec_{run_id:03d}.json", args.timeout)
+                    except WorkerError as exc:
+                        row["error"] = str(exc)
+                    warmup = state == "quiet" and attempt == 0
+                    print(f"[{library} {state}{' warm-up' if warmup else ''}] total "
+                          f"{fmt(row.get('total_s'))} s, other cores "
+                          f"{fmt(row.get('other_cores'))}", file=sys.stderr, flush=True)
+                    if not warmup:
+                        rows.append(row)
+        finally:
+            if competitor is not None:
+                competitor.terminate()
+                competitor.join()
+    return rows
+
+
+def render(rows: list[dict], args: argparse.Namespace, n: int) -> str:
+    med: dict[tuple[str, str], float | None] = {}
+    for library in args.libraries:
+        for state in ("quiet", "busy"):
+            ok = [r["total_s"] for r in rows if r["library"] == library and r["state"] == state
+                  and "error" not in r]
+            med[library, state] = median(ok)
+    table = []
+    for library in args.libraries:
+        quiet, busy = med[library, "quiet"], med[library, "busy"]
+        peer = PEER.get(library) if PEER.get(library) in args.libraries else None
+        speedups = []
+        for state in ("quiet", "busy"):
+            mine, theirs = med[library, state], med.get((peer, state)) if peer else None
+            speedups.append(f"{theirs / mine:.2f}×" if mine and theirs else "—")
+        table.append([library, fmt(quiet), fmt(busy),
+                      f"{busy / quiet:.2f}×" if quiet and busy else "—",
+                      peer or "—", *speedups])
+    return "\n".join([
+        "# A quiet machine and a busy one (a CPU-bound competitor pinned to core 0)",
+        "",
+        f"- Machine: {machine_description()}",
+        f"- Data: MNIST, first {n:,} rows (float32)",
+        f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- Command: `{shlex.join(['python', 'benchmarks/busy_host.py', *sys.argv[1:]])}`",
+        "",
+        "Fresh process per fit (import + fit), warm caches, median of the measured runs.",
+        "",
+        markdown_table(["library", "quiet s", "busy s", "busy / quiet", "peer",
+                        "peer / this, quiet", "peer / this, busy"], table),
+    ]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=None, help="use the first N rows of MNIST")
+    parser.add_argument("--only", default=",".join(RUNNERS))
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
+    parser.add_argument("--spec", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker_main(RUNNERS[args.worker], args.spec)
+        return 0
+    args.libraries = args.only.split(",")
+    if unknown := set(args.libraries) - set(RUNNERS):
+        parser.error(f"unknown libraries {sorted(unknown)}; choose from {sorted(RUNNERS)}")
+    from unimap.datasets import load_mnist
+
+    X, _ = load_mnist()
+    if args.n is not None:
+        X = X[: args.n]
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    with tempfile.TemporaryDirectory(prefix="busy_host_") as tmp:
+        rows = _run(args, X, Path(tmp))
+    report = render(rows, args, X.shape[0])
+    print(report)
+    if not args.no_save:
+        args.out.write_text(report)
+    return 1 if any("error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
