@@ -49,8 +49,9 @@ def test_quiet_machine_keeps_threads_after_cheap_first_epochs():
     clock = FakeClock()
     threads = AdaptiveThreads(2, clock=clock)
     used = run_epochs(threads, clock, umap_like)
-    # The noisy epoch may trigger one probe on one thread, which loses: nothing more.
-    assert used.count(1) <= 1
+    # Scheduled probes at epochs 15, 75 and 195 (the gap doubling as each loses), and the
+    # noisy epoch may trigger one more: at most 4 of 200 epochs on one thread.
+    assert used.count(1) <= 4
     assert threads.single_epochs == used.count(1)
 
 
@@ -64,8 +65,8 @@ def test_more_work_per_epoch_keeps_threads():
 
     clock = FakeClock()
     used = run_epochs(AdaptiveThreads(2, clock=clock), clock, two_phases)
-    assert used[:80].count(1) == 0
-    assert used[80:].count(1) <= 1
+    assert used[:80].count(1) <= 2  # the scheduled probes at 15 and 75
+    assert used[80:].count(1) <= 2  # the one at 195, and at most one at the change
 
 
 def test_busy_machine_switches_to_one_thread():
@@ -77,7 +78,7 @@ def test_busy_machine_switches_to_one_thread():
 
     clock = FakeClock()
     used = run_epochs(AdaptiveThreads(2, clock=clock), clock, busy)
-    assert used[:50].count(1) == 0
+    assert used[:50].count(1) <= 2  # scheduled probes only
     # After the slowdown, one thread runs most epochs; threads are re-tried every period.
     assert used[50:].count(1) > 0.8 * 150
 
@@ -93,10 +94,24 @@ def test_one_slow_epoch_keeps_threads():
 
     clock = FakeClock()
     used = run_epochs(AdaptiveThreads(2, clock=clock), clock, stalls)
-    assert used.count(1) == 0
+    assert used.count(1) <= 3  # the scheduled probes, which lose; no switch after a stall
+    assert max(len(run) for run in "".join(map(str, used)).split("2")) <= 1
 
 
 def test_single_thread_setting_never_probes():
     clock = FakeClock()
     used = run_epochs(AdaptiveThreads(1, clock=clock), clock, umap_like)
     assert set(used) == {1}
+
+
+
+def test_machine_busy_from_the_start_switches_to_one_thread():
+    # Another program holds a core from before the run: threaded epochs are slow from the
+    # first, so the reference is slow too and only the scheduled probe can find it out.
+    def busy_throughout(epoch, n_threads):
+        return 0.2 if n_threads > 1 else 0.042
+
+    clock = FakeClock()
+    used = run_epochs(AdaptiveThreads(2, clock=clock), clock, busy_throughout)
+    assert used[:15].count(1) == 0
+    assert used[15:].count(1) > 0.85 * 185

@@ -56,19 +56,25 @@ class AdaptiveThreads:
     An epoch is one or many parallel steps, each ending in a barrier; when other programs
     keep a core busy, a descheduled thread stalls every barrier and threads can be slower
     than one. The embedding does not depend on the thread count, so the count can follow the
-    machine; on a quiet machine nothing is probed.
+    machine. Two triggers time one epoch on one thread (a probe):
 
-    The reference is the lowest median of ``window`` consecutive threaded epochs seen after
-    the first ``warmup`` epochs (a median, so that one fast or slow epoch is no reference).
-    Only when the median of the last ``confirm`` threaded epochs takes ``slow_factor`` times
-    the reference is the next epoch timed on one thread; one thread is then kept for
-    ``period`` epochs if it beat that median, after which threads are tried again. When the
-    probe loses, the work per epoch may have grown, so the reference is measured anew.
-    The measurements behind these rules are in ``docs/architecture.md``.
+    - a change: the median of the last ``confirm`` threaded epochs takes ``slow_factor``
+      times the reference, the lowest median of ``window`` consecutive threaded epochs seen
+      after the first ``warmup`` epochs (a median, so that one odd epoch is no reference);
+    - a schedule, for load that was there from the start (then the reference itself is
+      slow and the first trigger never fires): a probe ``probe_gap`` epochs after warmup,
+      the gap doubling after each losing probe (epochs 15, 75, 195, 435 on a quiet
+      machine: 4 of GDR's 500 epochs on one thread).
+
+    A probe that beats the median of the last ``confirm`` threaded epochs keeps one thread for
+    ``period`` epochs (doubling, up to 8 ``period``, while probes keep winning), after which
+    threads are tried again. A change probe that loses means the work per epoch may have
+    grown, so the reference is measured anew. The measurements behind these rules are in
+    ``docs/architecture.md``.
     """
 
     def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5,
-                 warmup: int = 10, window: int = 5, confirm: int = 3,
+                 warmup: int = 10, window: int = 5, confirm: int = 3, probe_gap: int = 30,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         import numba
 
@@ -84,6 +90,10 @@ class AdaptiveThreads:
         self._reference = np.inf
         self._next = self.max_threads
         self._single_until = -1
+        self._gap = probe_gap
+        self._next_probe = warmup + window
+        self._scheduled = False
+        self._wins = 0
         self.single_epochs = 0
         """Number of epochs run on one thread (for diagnostics)."""
 
@@ -101,17 +111,31 @@ class AdaptiveThreads:
         if self.max_threads == 1 or self._epoch < self._single_until:
             return
         if self._current > 1:
-            self._recent = (self._recent + [elapsed])[-self.window:]
-            if self._epoch < self.warmup or len(self._recent) < self.window:
-                return
-            self._reference = min(self._reference, float(np.median(self._recent)))
-            if self._recent_median() > self.slow_factor * self._reference:
-                self._next = 1  # probe one thread next epoch
-        elif self._recent and elapsed < self._recent_median():
-            self._single_until = self._epoch + 1 + self.period
-        else:  # threads won: their epochs may be longer because the work grew; measure anew
-            self._recent = []
-            self._reference = np.inf
+            self._after_threaded(elapsed)
+            return
+        scheduled, self._scheduled = self._scheduled, False
+        if self._recent and elapsed < self._recent_median():  # the probe won
+            self._wins += 1
+            self._single_until = self._epoch + 1 + self.period * 2 ** min(self._wins - 1, 3)
+            self._next_probe = self._single_until + self.confirm
+        else:  # threads won
+            self._wins = 0
+            if scheduled:
+                self._gap *= 2
+                self._next_probe = self._epoch + self._gap
+            else:  # their epochs may be longer because the work grew: measure anew
+                self._recent = []
+                self._reference = np.inf
+
+    def _after_threaded(self, elapsed: float) -> None:
+        self._recent = (self._recent + [elapsed])[-self.window:]
+        if self._epoch < self.warmup or len(self._recent) < self.window:
+            return
+        self._reference = min(self._reference, float(np.median(self._recent)))
+        if self._recent_median() > self.slow_factor * self._reference:
+            self._next = 1  # a change: probe one thread next epoch
+        elif self._epoch + 1 >= self._next_probe:
+            self._next, self._scheduled = 1, True
 
     def _recent_median(self) -> float:
         """Median of the last ``confirm`` threaded epochs."""
