@@ -381,7 +381,8 @@ def _require_array(est: Any, attr: str, shape: tuple, kinds: str) -> None:
     value = getattr(est, attr)
     ok = isinstance(value, np.ndarray) and value.dtype.kind in kinds and value.ndim == len(
         shape) and all(s is None or s == t for s, t in zip(shape, value.shape, strict=True))
-    wanted = tuple("n" if s is None else s for s in shape)
+    wanted = "(" + ", ".join("n" if s is None else str(s) for s in shape) + (
+        ",)" if len(shape) == 1 else ")")
     _require(ok, f"{attr} must be an array of shape {wanted}, got "
                  f"{getattr(value, 'dtype', type(value).__name__)} {getattr(value, 'shape', '')}")
 
