@@ -169,6 +169,19 @@ def test_precomputed_distances_store_no_matrix(data, tmp_path):
         assert_same(model.transform(D_new), unimap.load(path).transform(D_new))
 
 
+def test_nndescent_index_keeps_the_rows_pynndescent_needs(fitted, data, tmp_path):
+    # pynndescent is optional: fake its (lazily built) index state on an exact one. (Querying
+    # it is not tested: pynndescent refuses the index's 63-bit seed, in fit as well.)
+    model = copy.deepcopy(fitted["umap"])
+    index = model._index
+    index.method_, index._nnd_data, index._nnd = "nndescent", data[0].astype(np.float32), None
+    del index._data
+    loaded = unimap.load(model.save(tmp_path / "m.unimap"))
+    assert loaded._index.method_ == "nndescent" and loaded._index._nnd is None
+    assert_same(index._nnd_data, loaded._index._nnd_data)
+    assert not hasattr(loaded._index, "_data")
+
+
 def test_precomputed_knn_parameter_is_stored_as_arrays(fitted, data, tmp_path):
     knn = (fitted["gdr"].knn_indices_, fitted["gdr"].knn_dists_)
     model = GDR(n_epochs=30, random_state=0, n_jobs=1, precomputed_knn=knn).fit(data[0])
@@ -360,6 +373,9 @@ TAMPERING = {
         lambda m, h: _set_header(m, h, attributes={**h["attributes"],
                                                    "_streams": {"__streams__": [-1, 0, 0, 0]}}),
         "malformed __streams__"),
+    "unknown index method": (
+        lambda m, h: _set_header(m, h, index={**h["index"], "method_": "annoy"}),
+        "unknown neighbour index method"),
     "HNSW settings": (
         lambda m, h: _set_header(m, h, index={**h["index"], "method_": "hnsw",
                                               "hnsw": {"n_parts": 2, "M": 64,

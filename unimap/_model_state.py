@@ -244,7 +244,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     """The index :func:`export_index` described, checked against the estimator's training
     size ``n_samples``, ``n_features`` and ``metric``; hnsw graphs are rebuilt here."""
     from unimap._threads import resolve_n_jobs
-    from unimap.neighbors import METRICS, NeighborIndex
+    from unimap.neighbors import METHODS, METRICS, NeighborIndex
 
     if info is None:
         return None
@@ -253,9 +253,9 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     method = info.get("method_")
     if info.get("metric") != metric or metric not in METRICS:
         raise ValueError(f"index metric {info.get('metric')!r} is not the model's {metric!r}")
-    if method not in ("exact", "hnsw", "nndescent") or (metric == "precomputed"
-                                                         and method != "exact"):
-        raise ValueError(f"unknown neighbour index method {method!r}")
+    if method not in ("exact", "hnsw", "nndescent") or info.get("method") not in METHODS or (
+            metric == "precomputed" and method != "exact"):
+        raise ValueError(f"unknown neighbour index method {info.get('method')!r} / {method!r}")
     if info.get("n_samples") != n_samples:
         raise ValueError(f"the index holds {info.get('n_samples')!r} points, the embedding "
                          f"{n_samples}")
