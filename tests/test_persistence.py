@@ -14,6 +14,7 @@ import json
 import pickle
 import subprocess
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -381,6 +382,17 @@ TAMPERING = {
                                               "hnsw": {"n_parts": 2, "M": 64,
                                                        "ef_construction": 20, "pca": None}}),
         "HNSW settings .* differ"),
+    "negative kernel parameter": (
+        lambda m, h: _set_header(m, h, attributes={**h["attributes"], "a_": -1.0}),
+        "inconsistent fitted attributes: a_=-1.0"),
+    "n_neighbors_ too large": (
+        lambda m, h: _set_header(m, h, attributes={**h["attributes"], "n_neighbors_": 10**6}),
+        r"n_neighbors_=1000000 is not in \[1, 250\]"),
+    "n_features_in_ zero": (
+        lambda m, h: _set_header(m, h, attributes={**h["attributes"], "n_features_in_": 0}),
+        "n_features_in_=0 does not fit 250 training points"),
+    "trailing bytes": (lambda m, h: m.update({"embedding_.npy": m["embedding_.npy"] + b"\0" * 8}),
+                       "member size .* does not match its shape and dtype"),
     "missing member": (lambda m, h: m.pop("embedding_.npy"),
                        r"missing member\(s\) \['embedding_.npy'\]"),
     "missing header": (lambda m, h: m.pop("header.json"), "no header.json member"),
@@ -434,6 +446,33 @@ def test_index_that_does_not_match_the_embedding_is_refused(umap_file, tmp_path)
     with pytest.raises(ValueError, match=r"sigmas_ must be an array of shape \(249,\)"):
         unimap.load(_rewrite(umap_file, tmp_path / "bad.unimap",
                              fewer_embedding_rows_without_knn))
+
+
+def test_duplicate_member_names_are_refused(umap_file, tmp_path):
+    path = _rewrite(umap_file, tmp_path / "bad.unimap", lambda m, h: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile: "Duplicate name"
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("embedding_.npy", _npy(np.zeros((250, 2), np.float32)))
+    with pytest.raises(ValueError, match="duplicate member names"):
+        unimap.load(path)
+
+
+def test_inconsistent_pca_is_refused(fitted, tmp_path):
+    source = fitted["pca"].save(tmp_path / "pca.unimap")
+
+    def three_components(members, header):
+        _set_header(members, header, params={**header["params"], "n_components": 3})
+
+    def short_mean(members, header):
+        members["mean_.npy"] = _npy(np.zeros(10, np.float32))
+        _entry(header, "mean_").update(shape=[10])
+        _set_header(members, header)
+
+    with pytest.raises(ValueError, match="n_components_=2, n_features_in_=64 and n_components=3"):
+        unimap.load(_rewrite(source, tmp_path / "bad.unimap", three_components))
+    with pytest.raises(ValueError, match=r"mean_ must be an array of shape \(64,\)"):
+        unimap.load(_rewrite(source, tmp_path / "bad.unimap", short_mean))
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.99])

@@ -1,4 +1,5 @@
-"""A fitted estimator as JSON values plus named arrays, and back (for :mod:`unimap.persistence`).
+"""A fitted estimator as JSON values plus named arrays, and back (for :mod:`unimap.persistence`):
+the value encoding, the consistency checks of loaded attributes, and the neighbour index.
 
 Values are encoded as JSON with a few tagged objects, each a JSON object whose keys start
 with ``__`` (a plain dict may not use such keys):
@@ -24,8 +25,8 @@ import numpy as np
 
 from unimap._random import FitStreams
 
-__all__ = ["ArrayStore", "TrainingDataDropped", "decode", "encode", "export_index",
-           "restore_index", "NAME_PATTERN"]
+__all__ = ["ArrayStore", "TrainingDataDropped", "check_embedding", "check_pca", "decode",
+           "encode", "export_index", "restore_index", "NAME_PATTERN"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
 """Names of stored arrays (and of their members, ``<name>.npy``)."""
@@ -177,6 +178,70 @@ def _is_shape(value: Any, ndim: int | None = None) -> bool:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- consistency of the fitted attributes ----------------------------------------------------
+def check_pca(est: Any) -> None:
+    """Check a loaded PCA's fitted attributes against each other and ``n_components``."""
+    k, d = est.n_components_, est.n_features_in_
+    _require(_count(k) and _count(d) and k == est.n_components and k <= d,
+             f"n_components_={k!r}, n_features_in_={d!r} and n_components={est.n_components}"
+             " disagree")
+    for attr, shape in [("components_", (k, d)), ("mean_", (d,)), ("explained_variance_", (k,)),
+                        ("explained_variance_ratio_", (k,)), ("singular_values_", (k,))]:
+        _require_array(est, attr, shape, "f")
+    _require(est.svd_solver_ in ("covariance", "full", "randomized"),
+             f"unknown svd_solver_ {est.svd_solver_!r}")
+    _check_feature_names(est, d)
+
+
+def check_embedding(est: Any) -> int:
+    """Check a loaded neighbour embedding's fitted attributes against each other and its
+    parameters (``n_components``, ``metric``); return its training size."""
+    _require_array(est, "embedding_", (None, est.n_components), "f")
+    _require(est.embedding_.dtype == np.float32, "embedding_ must be float32")
+    n, d, k = est.embedding_.shape[0], est.n_features_in_, est.n_neighbors_
+    _require(n >= 2 and _count(d) and (est.metric != "precomputed" or d == n),
+             f"n_features_in_={d!r} does not fit {n} training points")
+    _require(_count(k) and k <= n, f"n_neighbors_={k!r} is not in [1, {n}]")
+    for attr in ("a_", "b_"):
+        value = vars(est).get(attr, 1.0)
+        _require(isinstance(value, float) and 0 < value < np.inf, f"{attr}={value!r}")
+    _require(type(est).__name__ != "TSNE" or est.method_ in ("exact", "barnes_hut", "fft"),
+             f"unknown method_ {vars(est).get('method_')!r}")
+    for attr, shape in [("knn_indices_", (n, k)), ("knn_dists_", (n, k)), ("sigmas_", (n,)),
+                        ("rhos_", (n,))]:
+        if attr in vars(est):
+            _require_array(est, attr, shape, "iuf")
+    if "graph_" in vars(est):
+        _require(getattr(est.graph_, "shape", None) == (n, n), f"graph_ is not {n} x {n}")
+    _check_feature_names(est, d)
+    return n
+
+
+def _check_feature_names(est: Any, d: int) -> None:
+    names = vars(est).get("feature_names_in_")
+    _require(names is None or (names.dtype == object and names.shape == (d,)),
+             f"feature_names_in_ must be {d} names")
+
+
+def _require_array(est: Any, attr: str, shape: tuple, kinds: str) -> None:
+    value = getattr(est, attr)
+    ok = isinstance(value, np.ndarray) and value.dtype.kind in kinds and value.ndim == len(
+        shape) and all(s is None or s == t for s, t in zip(shape, value.shape, strict=True))
+    wanted = "(" + ", ".join("n" if s is None else str(s) for s in shape) + (
+        ",)" if len(shape) == 1 else ")")
+    _require(ok, f"{attr} must be an array of shape {wanted}, got "
+                 f"{getattr(value, 'dtype', type(value).__name__)} {getattr(value, 'shape', '')}")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(f"inconsistent fitted attributes: {message}")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
 
 
 # -- the neighbour index ---------------------------------------------------------------------
