@@ -197,8 +197,10 @@ def test_numpy_scalar_and_array_parameters_keep_their_types(fitted, tmp_path):
     model = copy.deepcopy(fitted["umap"])
     model.set_params(n_neighbors=np.int64(15), learning_rate=np.float32(1.0),
                      init=model.embedding_.copy(), spread=np.float64(1.0))
+    model._index.n_jobs = np.int64(1)  # as fitted with n_jobs=np.int64(1)
     loaded = unimap.load(model.save(tmp_path / "m.unimap"))
     assert_same(model.get_params(deep=False), loaded.get_params(deep=False))
+    assert_same(np.int64(1), loaded._index.n_jobs)
 
 
 def test_callables_and_generators_are_dropped_with_a_warning(fitted, placed, data, tmp_path):
@@ -377,6 +379,13 @@ TAMPERING = {
     "unknown index method": (
         lambda m, h: _set_header(m, h, index={**h["index"], "method_": "annoy"}),
         "unknown neighbour index method"),
+    "index not an object": (lambda m, h: _set_header(m, h, index=[1, 2]),
+                            "expected a dict, got list"),
+    "index missing": (lambda m, h: _set_header(m, h, index=None), "no neighbour index"),
+    "HNSW projection not arrays": (
+        lambda m, h: _set_header(m, h, index={**h["index"], "method_": "hnsw", "hnsw": {
+            "n_parts": 2, "M": 16, "ef_construction": 20, "pca": {"components": 1}}}),
+        "index PCA fields must be float arrays"),
     "HNSW settings": (
         lambda m, h: _set_header(m, h, index={**h["index"], "method_": "hnsw",
                                               "hnsw": {"n_parts": 2, "M": 64,
@@ -446,6 +455,18 @@ def test_index_that_does_not_match_the_embedding_is_refused(umap_file, tmp_path)
     with pytest.raises(ValueError, match=r"sigmas_ must be an array of shape \(249,\)"):
         unimap.load(_rewrite(umap_file, tmp_path / "bad.unimap",
                              fewer_embedding_rows_without_knn))
+
+
+def test_garbled_npy_headers_are_refused(umap_file, tmp_path):
+    # numpy's header parser raises ValueError or tokenize.TokenError, depending on the bytes
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        def garble(members, header):
+            raw = members["embedding_.npy"]
+            members["embedding_.npy"] = raw[:10] + rng.bytes(len(raw) - 10)
+
+        with pytest.raises(ValueError, match="array 'embedding_'"):
+            unimap.load(_rewrite(umap_file, tmp_path / "bad.unimap", garble))
 
 
 def test_duplicate_member_names_are_refused(umap_file, tmp_path):

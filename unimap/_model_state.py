@@ -151,8 +151,9 @@ def _csr(parts: dict, shape: Any, arrays: dict[str, np.ndarray]):
     import scipy.sparse as sp
 
     got = {k: decode(v, k, arrays) for k, v in _typed(parts, dict).items()}
-    if set(got) != {"data", "indices", "indptr"} or not _is_shape(shape, 2):
-        raise ValueError("need data, indices, indptr and a 2-D shape")
+    if set(got) != {"data", "indices", "indptr"} or not _is_shape(shape, 2) or not all(
+            isinstance(v, np.ndarray) and v.ndim == 1 for v in got.values()):
+        raise ValueError("need 1-D arrays data, indices, indptr and a 2-D shape")
     if got["indices"].dtype.kind not in "iu" or got["indptr"].dtype.kind not in "iu":
         raise ValueError("indices and indptr must be integers")
     matrix = sp.csr_matrix((got["data"], got["indices"], got["indptr"]), shape=tuple(shape))
@@ -162,8 +163,12 @@ def _csr(parts: dict, shape: Any, arrays: dict[str, np.ndarray]):
 
 def _typed(value: Any, kind: type) -> Any:
     if not isinstance(value, kind):
-        raise TypeError(f"expected a {kind.__name__}, got {type(value).__name__}")
+        raise ValueError(f"expected a {kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _is_seed(value: Any) -> bool:
@@ -241,7 +246,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
+    return _is_int(value) and value >= 1
 
 
 # -- the neighbour index ---------------------------------------------------------------------
@@ -313,7 +318,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
 
     if info is None:
         return None
-    info = _typed(info, dict)
+    info = _typed(info, dict)  # a JSON object
     data = decode(info.get("data"), "index.data", arrays)
     method = info.get("method_")
     if info.get("metric") != metric or metric not in METRICS:
@@ -328,7 +333,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
         return TrainingDataDropped(n_samples, metric, method)
     n_jobs = decode(info.get("n_jobs"), "index.n_jobs", arrays)
     seed = decode(info.get("random_state"), "index.random_state", arrays)
-    if type(n_jobs) is not int or not (seed is None or _is_seed(seed)):
+    if not _is_int(n_jobs) or not (seed is None or _is_seed(seed)):
         raise ValueError("index n_jobs must be an int and random_state a seed")
     index = NeighborIndex(metric, info.get("method"), n_jobs, seed)
     index.method_, index.n_samples_ = method, n_samples
@@ -363,6 +368,8 @@ def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
         fields = {k: decode(_typed(pca, dict).get(k), f"index.pca.{k}", arrays) for k in
                   ("components", "mean", "explained_variance", "explained_variance_ratio",
                    "singular_values")}
+        if not all(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in fields.values()):
+            raise ValueError("index PCA fields must be float arrays")
         k, d = fields["components"].shape if fields["components"].ndim == 2 else (-1, -1)
         if d != data.shape[1] or fields["mean"].shape != (d,) or not all(
                 fields[f].shape == (k,) for f in list(fields)[2:]):

@@ -53,6 +53,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -294,7 +295,10 @@ def _read_array(archive: zipfile.ZipFile, entry: dict) -> np.ndarray:
             raise ValueError(f"array {name!r}: unsupported .npy version {version}")
         read_header = fmt.read_array_header_1_0 if version == (1, 0) else (
             fmt.read_array_header_2_0)
-        shape, _, dtype = read_header(f)
+        try:
+            shape, _, dtype = read_header(f)
+        except (ValueError, SyntaxError, TokenError) as exc:  # numpy's, on a garbled header
+            raise ValueError(f"array {name!r}: invalid .npy header ({str(exc)[:100]})") from None
         offset = f.tell()
     if dtype != entry["dtype"] or shape != entry["shape"]:
         raise ValueError(f"array {name!r}: the member holds {dtype.str} {list(shape)}, the "
@@ -336,6 +340,9 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
             raise ValueError("a PCA has no neighbour index")
         return est
     n = check_embedding(est)
+    if header.get("index") is None and vars(est).get("knn_method_") != "precomputed":
+        raise ValueError("no neighbour index, though the model was not fitted with "
+                         "precomputed_knn")
     est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric)
     return est
 
