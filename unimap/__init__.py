@@ -2,7 +2,8 @@
 
 The estimators (``PCA``, ``UMAP``, ``TSNE``, ``GDR``) and the submodules (``datasets``,
 ``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
-only loaded when a method that needs it is used.
+only loaded when a method that needs it is used. ``unimap.load`` reads a model written by
+``est.save`` (:mod:`unimap.persistence`).
 """
 
 from __future__ import annotations
@@ -17,17 +18,19 @@ _LAZY_ATTRS = {
     "UMAP": "unimap.methods.umap",
     "TSNE": "unimap.methods.tsne",
     "GDR": "unimap.methods.gdr",
+    "load": "unimap.persistence",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
                  "plotting"}
 
-__all__ = ["PCA", "UMAP", "TSNE", "GDR", "analysis", "datasets", "metrics", "__version__"]
+__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metrics", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from unimap import datasets, metrics
     from unimap.methods.pca import PCA
     from unimap.methods.tsne import TSNE
     from unimap.methods.umap import UMAP
+    from unimap.persistence import load
 
 
 def __getattr__(name: str) -> Any:

@@ -164,6 +164,7 @@ class NeighborIndex:
         check_choice(self.metric, "metric", METRICS)
         check_choice(self.method, "method", METHODS)
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
+        self.n_samples_ = X.shape[0]
         if self.metric == "precomputed":
             if X.ndim != 2 or X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -240,13 +241,14 @@ class NeighborIndex:
     def query(self, Y: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
         """k nearest indexed points of each row of ``Y`` (new points; no self to skip).
 
-        For ``metric="precomputed"``, ``Y`` is an ``(m, n_train)`` distance matrix.
+        For ``metric="precomputed"``, ``Y`` is an ``(m, n_train)`` distance matrix (the index
+        then needs no data of its own, only ``n_samples_``).
         """
-        k = min(n_neighbors, self._data.shape[0])
+        k = min(n_neighbors, self.n_samples_)
         if self.metric == "precomputed":
-            if Y.shape[1] != self._data.shape[0]:
+            if Y.shape[1] != self.n_samples_:
                 raise ValueError(
-                    f"precomputed distances to the training points need {self._data.shape[0]} "
+                    f"precomputed distances to the training points need {self.n_samples_} "
                     f"columns, got {Y.shape[1]}"
                 )
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
@@ -299,6 +301,8 @@ class NeighborIndex:
     def __setstate__(self, state: dict) -> None:
         if "_nnd_data" in state:
             state["_nnd"] = None
+        if "n_samples_" not in state and "_data" in state:  # pickled before n_samples_
+            state["n_samples_"] = state["_data"].shape[0]
         self.__dict__.update(state)
 
 
@@ -341,27 +345,32 @@ class _HNSWIndex:
     0.47 s on 2 cores; search + re-rank of 2 x 35 candidates 0.16 s more than of 60 from one
     graph, recall@15 0.9888 against 0.9885; the kNN graph now takes 2 x 30 and the reverse
     pairs, see ``HNSW_SELF_CANDIDATES_PER_PART``).
+
+    ``pca="fit"`` fits the projection; a saved model (:mod:`unimap.persistence`) passes the
+    stored one (a :class:`unimap._pca.PCAFit`, or None for data kept unreduced), and the
+    graphs built from it are byte for byte those of the fit (insertion on one thread per
+    part is deterministic).
     """
 
-    def __init__(self, data: np.ndarray, n_threads: int) -> None:
+    def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit") -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         from unimap._pca import fit_pca, project
 
         self.n_threads = n_threads
         self.data = data
-        if data.shape[1] > HNSW_PCA_DIM:
+        if isinstance(pca, str) and data.shape[1] > HNSW_PCA_DIM:
             # The projection only proposes candidates (re-ranked exactly), so its axes can
             # come from a strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall
             # (20,000 rows), 0.1 s at 10,000 rows (recall@15 0.9891 -> 0.9887; kNN build
             # 2.12-2.22 -> 1.97 s; GDR()'s 10-NN accuracy, mean of seeds 0-3, 0.9683 -> 0.9670:
             # a measured trade, see the issue-4 notes).
             step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
-            self.pca = fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM,
-                               solver="covariance")
-            reduced = project(data, self.pca)
-        else:
-            self.pca, reduced = None, data
+            pca = fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
+        elif isinstance(pca, str):
+            pca = None
+        self.pca = pca
+        reduced = data if pca is None else project(data, pca)
         # Points are inserted (and queries run) in Morton order of their first three
         # coordinates, so that consecutive searches walk the same part of the graph and
         # re-rank overlapping candidates while they are in cache: MNIST-70k search 1.7 -> 1.1 s,

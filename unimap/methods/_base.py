@@ -98,6 +98,39 @@ class UnimapEstimator(EstimatorContract):
     def _check_param_relations(self) -> None:
         """Rules between parameters (override)."""
 
+    def save(self, path: Any, *, include_training_data: bool = True,
+             include_graph: bool = True) -> Any:
+        """Save the fitted estimator to ``path`` without pickle; read it with
+        :func:`unimap.load`.
+
+        The file is a zip archive of a JSON header and ``.npy`` arrays
+        (:mod:`unimap.persistence`, ``docs/persistence.md``); it is written atomically.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Conventionally ``*.unimap``.
+        include_training_data : bool, default=True
+            Store the training rows that ``transform`` searches for neighbours. False gives
+            a smaller file whose model keeps its fitted attributes but cannot ``transform``.
+        include_graph : bool, default=True
+            Store ``graph_``, ``knn_indices_`` and ``knn_dists_`` (``transform`` does not
+            need them).
+
+        Returns
+        -------
+        path : pathlib.Path
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+        """
+        from unimap.persistence import save
+
+        return save(self, path, include_training_data=include_training_data,
+                    include_graph=include_graph)
+
     def _check_fitted(self) -> None:
         if not hasattr(self, self._fitted_attribute):
             raise not_fitted_error(f"this {type(self).__name__} instance is not fitted yet; "
