@@ -204,3 +204,14 @@ def test_hnsw_self_join_uses_reverse_pairs_and_stays_exact_in_distance():
     assert (merged.distances[:, -1] < forward.distances[:, -1]).any()
     d = np.linalg.norm(X[merged.indices] - X[:, None, :], axis=2)
     np.testing.assert_allclose(merged.distances, d, rtol=1e-4, atol=1e-3)
+
+
+def test_nndescent_takes_unimap_63_bit_seeds():
+    pytest.importorskip("pynndescent")
+    from unimap import UMAP
+    from unimap.datasets import make_blobs
+
+    X, _ = make_blobs(300, 5, random_state=0)
+    model = UMAP(knn_method="nndescent", n_epochs=5, random_state=0).fit(X)
+    assert model.knn_method_ == "nndescent"
+    assert np.isfinite(model.embedding_).all()

@@ -283,9 +283,11 @@ class NeighborIndex:
         if self._nnd is None:
             from pynndescent import NNDescent
 
+            # pynndescent takes seeds below 2**32 only; unimap's streams are 63-bit.
+            seed = None if self.random_state is None else int(self.random_state) % 2**32
             self._nnd = NNDescent(
                 self._nnd_data, n_neighbors=max(k, 15), metric=self.metric,
-                random_state=self.random_state, n_jobs=self.n_threads_,
+                random_state=seed, n_jobs=self.n_threads_,
             )
 
     def _nndescent_graph(self, k: int):
