@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap._guards import TSNE_CAUSES, FiniteGuard
 from unimap.forces import RepulsionParams
 
 __all__ = ["Phase", "MIN_GAIN", "MAX_STEP_NORM", "gradient_descent", "place_points"]
@@ -48,6 +49,8 @@ def gradient_descent(
     callback: Callable[[int, float, np.ndarray], object] | None = None,
     callback_every: int = 50,
     log: Callable[[str], None] | None = None,
+    guard: Any = None,
+    row_ids: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Move ``Y`` down the gradient ``4 (E·attraction − repulsion/Z)`` through ``phases``.
 
@@ -73,6 +76,9 @@ def gradient_descent(
         embedding; a truthy return value stops the optimization.
     log : callable, optional
         Receives a progress line every 50 iterations.
+    guard : :class:`unimap._guards.FiniteGuard`, optional
+        Checks the forces, ``1/Z`` and the embedding every iteration (``row_ids``: the input
+        row of each row of ``Y``, for its message).
 
     Returns
     -------
@@ -101,6 +107,9 @@ def gradient_descent(
                           phase.momentum, rate, min_gain, grad_clip, step_clip)
             if threads is not None:
                 threads.end_epoch()
+            if guard is not None:
+                guard.check(iteration, Y, row_ids, **{"the attraction": attraction,
+                                                      "the repulsion": repulsion, "1/Z": inv_z})
             if iteration % center_every == 0:
                 Y -= Y.mean(axis=0)
             iteration += 1
@@ -165,7 +174,8 @@ def place_points(
     update, gains, attr = np.zeros_like(Y), np.ones_like(Y), np.empty_like(Y)
     rep, z_rows = np.empty_like(Y), np.empty(Y.shape[0])
     grad_clip = -1.0 if max_grad_norm is None else float(max_grad_norm)
-    for _ in range(n_iter):
+    guard = FiniteGuard("transform", TSNE_CAUSES)
+    for iteration in range(n_iter):
         if use_tree:
             rep, z_rows = bh_repulsion_query(tree, Y, params.theta, params.dof)
         else:
@@ -173,4 +183,5 @@ def place_points(
         attraction(P.indptr, P.indices, data, Y, reference, params.dof, attr)
         gradient_step(Y, attr, rep, 1.0 / z_rows, exaggeration, update, gains, momentum,
                       learning_rate, MIN_GAIN, grad_clip, -1.0)
+        guard.check(iteration, Y, **{"the repulsion": rep, "Z": z_rows})
     return Y

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +51,7 @@ def umap_sgd(
     row_keys: np.ndarray | None = None,
     callback: Callable[[int, np.ndarray], None] | None = None,
     max_weight: float | None = None,
+    guard: Any = None,
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -79,6 +81,8 @@ def umap_sgd(
     max_weight : float, optional
         The weight sampled every epoch (default: the graph's largest). ``transform`` fixes
         it so that a new point's sampling does not depend on the other points of its batch.
+    guard : :class:`unimap._guards.FiniteGuard`, optional
+        Checks the embedding after every epoch.
 
     Returns
     -------
@@ -115,6 +119,8 @@ def umap_sgd(
                 sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
                                alpha)
             threads.end_epoch()
+            if guard is not None:
+                guard.check(epoch, emb, relabel)
             if callback is not None:
                 callback(epoch, emb)
     return emb if relabel is None else _in_input_order(emb, relabel)
@@ -196,6 +202,7 @@ def full_batch_umap(
     momentum: float,
     n_negatives: float,
     repulsion_weight: float,
+    guard: Any = None,
 ) -> np.ndarray:
     """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
 
@@ -227,4 +234,6 @@ def full_batch_umap(
                    np.int64(epoch), False)
         threads.end_epoch()
         Y, Y_next = Y_next, Y
+        if guard is not None:
+            guard.check(epoch, Y, **{"the forces": F})
     return Y

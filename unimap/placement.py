@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from unimap._guards import UMAP_CAUSES, FiniteGuard
 from unimap.neighbors import NeighborIndex
 
 __all__ = ["fuzzy_placement", "perplexity_placement", "transform_epochs"]
@@ -94,7 +95,7 @@ def fuzzy_placement(
     return umap_sgd(init, reference, graph, n_epochs, a, b, seed, learning_rate=learning_rate,
                     repulsion_strength=repulsion_strength,
                     negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx),
-                    max_weight=1.0)
+                    max_weight=1.0, guard=FiniteGuard("transform", UMAP_CAUSES))
 
 
 def perplexity_placement(

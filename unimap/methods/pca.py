@@ -146,16 +146,16 @@ class PCA(UnimapEstimator):
             solver = choose_solver(n, d, k)
         seed = seed_from_random_state(self.random_state) if solver == "randomized" else 0
         axes = fit_pca(X, k, solver, self.n_iter, seed)
+        fitted = dict(
+            vars(names), n_samples_=n, n_features_in_=d, n_components_=k,
+            svd_solver_=axes.solver, components_=axes.components, mean_=axes.mean,
+            explained_variance_=axes.explained_variance,
+            explained_variance_ratio_=axes.explained_variance_ratio,
+            singular_values_=axes.singular_values,
+            timings_={"fit": time.perf_counter() - start})
+        # All at once, after the last step that can fail: an interrupted fit changes nothing.
         self.__dict__.pop("feature_names_in_", None)
-        self.__dict__.update(vars(names))
-        self.n_samples_, self.n_features_in_, self.n_components_ = n, d, k
-        self.svd_solver_ = axes.solver
-        self.components_ = axes.components
-        self.mean_ = axes.mean
-        self.explained_variance_ = axes.explained_variance
-        self.explained_variance_ratio_ = axes.explained_variance_ratio
-        self.singular_values_ = axes.singular_values
-        self.timings_ = {"fit": time.perf_counter() - start}
+        self.__dict__.update(fitted)
         return X
 
 

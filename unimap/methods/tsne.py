@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from unimap import placement
+from unimap._guards import TSNE_CAUSES, FiniteGuard
 from unimap._params import (
     AnyOf,
     ArrayLike,
@@ -243,7 +244,8 @@ default="pca"
         Y, fit.n_iter_ = gradient_descent(
             init.astype(np.float64), forces, phases, self.min_gain, self.max_grad_norm,
             self.max_step_norm, callback=self.callback, callback_every=self.callback_every,
-            threads=adaptive_threads(init.shape[0]), log=self._log if self.verbose else None)
+            threads=adaptive_threads(init.shape[0]), log=self._log if self.verbose else None,
+            guard=FiniteGuard("TSNE", TSNE_CAUSES))
         fit.kl_divergence_ = forces.loss(Y)
         return Y.astype(np.float32)
 
