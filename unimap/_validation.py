@@ -187,6 +187,11 @@ MAX_DENSE_BYTES = 4 << 30
 """Largest sparse input (as float32) a method densifies for its neighbour search."""
 
 
+MAX_FEATURE_MAGNITUDE = 1e15
+"""Largest absolute feature value of a neighbour embedding's input: the float32 squared
+distances of D features, up to 4·D·1e30, stay finite for D below 8·10^7."""
+
+
 def check_method_input(X: Any, metric: str, square: bool) -> Any:
     """Check the ``X`` of a neighbour-embedding method (UMAP, TSNE, GDR).
 
@@ -205,6 +210,14 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
             )
         if (X < 0).any():
             raise ValueError("metric='precomputed' distances must be non-negative")
+    else:
+        largest = float(abs(X).max()) if X.shape[0] * X.shape[1] else 0.0
+        if largest > MAX_FEATURE_MAGNITUDE:
+            raise ValueError(
+                f"X has values up to {largest:.3g}: squared distances between such points "
+                f"overflow the float32 neighbour search (values must stay below "
+                f"{MAX_FEATURE_MAGNITUDE:.0e}); rescale the data first, e.g. with "
+                "sklearn.preprocessing.StandardScaler")
     return X
 
 

@@ -86,7 +86,8 @@ class TSNEForces:
         rep, z = repulsion(Y, self.params, self._workspace)
         attraction(self.P.indptr, self.P.indices, self._data, Y, Y, self.params.dof,
                    self._attraction)
-        self._inv_z[0] = 1.0 / z
+        # Z underflows to 0 when the points fly apart: 1/Z = inf, which the guard reports.
+        self._inv_z[0] = 1.0 / z if z > 0 else np.inf
         return self._attraction, rep, self._inv_z
 
     def loss(self, Y: np.ndarray) -> float:
