@@ -76,3 +76,17 @@ def test_digits_read_without_scikit_learn_match_its_loader():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "False"
+
+
+def test_mnist_found_beside_the_checkout_from_any_directory(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    import unimap.datasets as datasets
+
+    shared = Path(datasets.__file__).resolve().parent.parent / ".." / "shared"
+    if not (shared / "datasets" / "mnist").is_dir():
+        pytest.skip("no shared/ beside this checkout")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("UNIMAP_MNIST_DIR", raising=False)
+    X, y = load_mnist(subset="test", n_samples=5, download=False)
+    assert X.shape == (5, 784) and y.shape == (5,)

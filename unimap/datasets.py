@@ -2,7 +2,8 @@
 
 MNIST is read with our own IDX parser. ``load_mnist`` looks in the ``path`` argument if given,
 else, in order, in the ``UNIMAP_MNIST_DIR`` environment variable, a ``shared/datasets/mnist``
-folder beside the working directory and the user cache (``~/.cache/unimap/mnist``); if none
+folder beside the working directory (or its parents) or beside a source checkout of unimap,
+and the user cache (``~/.cache/unimap/mnist``); if none
 holds the files it downloads them into the cache (atomically: a failed download leaves nothing).
 """
 
@@ -78,7 +79,8 @@ def _candidate_dirs() -> list[Path]:
     if os.environ.get("UNIMAP_MNIST_DIR"):
         dirs.append(Path(os.environ["UNIMAP_MNIST_DIR"]))
     cwd = Path.cwd()
-    for base in (cwd, *cwd.parents[:2]):
+    checkout = Path(__file__).resolve().parent.parent  # a source checkout's root
+    for base in (cwd, *cwd.parents[:2], checkout):
         dirs.append(base / "shared" / "datasets" / "mnist")
         dirs.append(base / ".." / "shared" / "datasets" / "mnist")
     dirs.append(_cache_dir())
