@@ -230,9 +230,14 @@ class NeighborEmbedding(UnimapEstimator):
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
+        return self._transform(X)
+
+    def _transform(self, X: Any, **options: Any) -> np.ndarray:
+        """The steps of every ``transform``: check the new points, ``_place(X, **options)``
+        on the estimator's threads, check the result is finite."""
         X = self._check_new_points(X)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            embedding = self._place(X)
+            embedding = self._place(X, **options)
         return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
 
     @property

@@ -25,8 +25,8 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap._threads import adaptive_threads, numba_threads, resolve_n_jobs
-from unimap._validation import check_embedding_finite, check_float, check_int
+from unimap._threads import adaptive_threads
+from unimap._validation import check_float, check_int
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["TSNE"]
@@ -282,7 +282,7 @@ default="pca"
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
-        self._check_fitted()
+        self._check_fitted()  # before the option checks: an unfitted model says so first
         check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
         check_int(n_iter, "n_iter", 0)
         check_float(learning_rate, "learning_rate", 0.0, low_inclusive=False)
@@ -290,12 +290,15 @@ default="pca"
         check_float(momentum, "momentum", 0.0, 1.0, high_inclusive=False)
         if max_grad_norm is not None:
             check_float(max_grad_norm, "max_grad_norm", 0.0, low_inclusive=False)
-        X = self._check_new_points(X)
-        with numba_threads(resolve_n_jobs(self.n_jobs)):
-            Y = placement.perplexity_placement(
-                self._index, X, self.embedding_, self._repulsion_params(self.method_),
-                perplexity, n_iter, learning_rate, exaggeration, momentum, max_grad_norm)
-        return check_embedding_finite(Y, "TSNE.transform")
+        return self._transform(X, perplexity=perplexity, n_iter=n_iter,
+                               learning_rate=learning_rate, exaggeration=exaggeration,
+                               momentum=momentum, max_grad_norm=max_grad_norm)
+
+    def _place(self, X, **options):
+        return placement.perplexity_placement(
+            self._index, X, self.embedding_, self._repulsion_params(self.method_),
+            options["perplexity"], options["n_iter"], options["learning_rate"],
+            options["exaggeration"], options["momentum"], options["max_grad_norm"])
 
     def _repulsion_params(self, method: str):
         from unimap.forces import RepulsionParams
