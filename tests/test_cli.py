@@ -89,3 +89,56 @@ def test_option_of_another_method_is_an_error(tmp_path, capsys, method, option, 
     assert main(["embed", "blobs", "-o", str(out), "--method", method, *option]) == 2
     assert f"{flag} does not apply to --method {method}" in capsys.readouterr().err
     assert not out.exists() and not out.with_suffix(".npy").exists()
+
+
+def test_save_model_then_transform_new_points(tmp_path, blobs):
+    import unimap
+
+    X, _ = blobs
+    np.save(tmp_path / "train.npy", X[:250])
+    np.save(tmp_path / "new.npy", X[250:])
+    model_path = tmp_path / "model.unimap"
+    assert main(["embed", str(tmp_path / "train.npy"), "-o", str(tmp_path / "map.png"),
+                 "--n-epochs", "30", "--save-model", str(model_path)]) == 0
+    out = tmp_path / "placed.csv"
+    assert main(["transform", str(model_path), str(tmp_path / "new.npy"), "-o", str(out)]) == 0
+    placed = np.loadtxt(out, delimiter=",")
+    expected = unimap.load(model_path).transform(X[250:])
+    assert placed.shape == (50, 2)
+    np.testing.assert_allclose(placed, expected, rtol=1e-5, atol=1e-4)  # %.6g in the CSV
+
+
+def test_failed_embed_writes_no_model(tmp_path, blobs, monkeypatch):
+    import unimap.plotting
+
+    np.save(tmp_path / "x.npy", blobs[0])
+
+    def broken(*args, **kwargs):
+        raise ValueError("plot failed")
+
+    monkeypatch.setattr(unimap.plotting, "save_scatter", broken)
+    code = main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "x.png"),
+                 "--n-epochs", "5", "--save-model", str(tmp_path / "m.unimap")])
+    assert code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_transform_errors_are_clean(tmp_path, capsys):
+    assert main(["transform", str(tmp_path / "none.unimap"), "digits"]) == 2
+    assert "no model file" in capsys.readouterr().err
+    (tmp_path / "bad.unimap").write_text("not a model")
+    assert main(["transform", str(tmp_path / "bad.unimap"), "digits",
+                 "-o", str(tmp_path / "o.npy")]) == 2
+    assert "unimap: error:" in capsys.readouterr().err
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_info_text_and_json(capsys):
+    import json
+
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("unimap ") and "faiss-cpu" in text
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["core"]["numpy"] and info["cpus"] >= 1 and "optional" in info

@@ -1,14 +1,18 @@
 """The ``unimap`` command.
 
 ``unimap embed INPUT -o map.png`` reads a ``.npy`` or ``.csv`` table, or a built-in dataset
-(``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot.
-Files are written atomically: a failed run leaves no partial output.
+(``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot (and
+the model with ``--save-model``). ``unimap transform MODEL INPUT -o out.npy`` places new points
+with a saved model. ``unimap info`` says what this installation has. Files are written
+atomically: a failed run leaves no partial output.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import json
 import os
 import sys
 import time
@@ -150,13 +154,73 @@ def _embed(args) -> int:
     estimator = _make_estimator(args)
     embedding = estimator.fit_transform(X)
     elapsed = time.perf_counter() - start
-    # Draw first: if plotting fails, nothing has been written.
     from unimap.plotting import save_scatter
 
     title = f"{args.method.upper()} of {name} ({X.shape[0]:,} × {X.shape[1]})"
-    save_scatter(out_png, embedding, labels, title=title)
-    _atomic_save_array(out_emb, embedding)
-    print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {out_emb} and {out_png}")
+    with contextlib.ExitStack() as stack:
+        # The model is renamed into place only once the plot and the embedding are written.
+        if args.save_model:
+            estimator.save(stack.enter_context(atomic_path(args.save_model)))
+        save_scatter(out_png, embedding, labels, title=title)
+        _atomic_save_array(out_emb, embedding)
+    written = f"{out_emb} and {out_png}" + (f" and {args.save_model}" if args.save_model else "")
+    print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {written}")
+    return 0
+
+
+def _transform(args) -> int:
+    import unimap
+
+    out = Path(args.output)
+    if out.suffix not in (".npy", ".csv"):
+        raise ValueError(f"--output must end in .npy or .csv, got {out.name!r}")
+    if not Path(args.model).is_file():
+        raise FileNotFoundError(f"no model file {args.model!r}")
+    model = unimap.load(args.model)
+    X, _, _ = _load_input(args)
+    start = time.perf_counter()
+    embedding = model.transform(X)
+    _atomic_save_array(out, embedding)
+    print(f"placed {X.shape[0]} points with {type(model).__name__} in "
+          f"{time.perf_counter() - start:.2f}s; wrote {out}")
+    return 0
+
+
+def _info(args) -> int:
+    import importlib.metadata
+    import importlib.util
+    import platform
+
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    import numba
+
+    core = ("numpy", "scipy", "numba", "scikit-learn", "faiss-cpu")
+    optional = {"matplotlib": "plots (extra 'plot')", "pandas": "DataFrame output",
+                "pynndescent": "knn_method='nndescent' (extra 'nndescent')"}
+    info = {
+        "unimap": version("unimap"), "python": platform.python_version(),
+        "platform": platform.platform(), "cpus": os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "core": {dist: version(dist) for dist in core},
+        "optional": {dist: version(dist) for dist in optional},
+        "gpu": None,  # no GPU backend yet
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"unimap {info['unimap']} (Python {info['python']}, {info['platform']})")
+    print(f"cores: {info['cpus']}; numba threads: {info['numba_threads']}")
+    for dist, ver in info["core"].items():
+        print(f"  {dist:<13} {ver or 'MISSING'}")
+    for dist, use in optional.items():
+        ver = info["optional"][dist]
+        print(f"  {dist:<13} {ver or 'not installed'}  ({use})")
+    print("  GPU backend   none yet")
     return 0
 
 
@@ -184,13 +248,25 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--random-state", type=int, default=0)
     embed.add_argument("--n-jobs", type=int, default=-1)
     embed.add_argument("-v", "--verbose", action="store_true")
+    embed.add_argument("--save-model", help="also save the fitted model here (see "
+                       "unimap.load; for 'unimap transform')")
+    transform = sub.add_parser("transform", help="place new points with a saved model")
+    transform.add_argument("model", help="a file written by --save-model or est.save")
+    transform.add_argument("input", help="a .npy/.csv file, or a built-in dataset")
+    transform.add_argument("-o", "--output", default="transformed.npy",
+                           help="embedding of the new points (.npy or .csv)")
+    transform.add_argument("--label-column", help="CSV column (name or index) to leave out")
+    transform.set_defaults(labels=None)
+    info = sub.add_parser("info", help="version, threads, and which optional parts are here")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    run = {"embed": _embed, "transform": _transform, "info": _info}[args.command]
     try:
-        return _embed(args)
+        return run(args)
     except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 2
