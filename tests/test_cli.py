@@ -45,7 +45,7 @@ def test_bad_input_fails_cleanly_and_writes_nothing(tmp_path, capsys, content, m
     path = tmp_path / "bad.csv"
     path.write_text(content)
     out = tmp_path / "res" / "bad.png"
-    assert main(["embed", str(path), "-o", str(out)]) == 2
+    assert main(["embed", str(path), "-o", str(out)]) == 1  # a failure, not a usage error
     assert message in capsys.readouterr().err
     assert not out.exists() and not out.with_suffix(".npy").exists()
     if out.parent.exists():
@@ -53,7 +53,7 @@ def test_bad_input_fails_cleanly_and_writes_nothing(tmp_path, capsys, content, m
 
 
 def test_missing_file_and_bad_output_name(tmp_path, capsys):
-    assert main(["embed", str(tmp_path / "none.csv"), "-o", str(tmp_path / "a.png")]) == 2
+    assert main(["embed", str(tmp_path / "none.csv"), "-o", str(tmp_path / "a.png")]) == 1
     assert "not found" in capsys.readouterr().err
     assert main(["embed", "digits", "-o", str(tmp_path / "a.txt")]) == 2
     assert "--output must end in" in capsys.readouterr().err
@@ -119,18 +119,19 @@ def test_failed_embed_writes_no_model(tmp_path, blobs, monkeypatch):
     monkeypatch.setattr(unimap.plotting, "save_scatter", broken)
     code = main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "x.png"),
                  "--n-epochs", "5", "--save-model", str(tmp_path / "m.unimap")])
-    assert code == 2
+    assert code == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
 
 
 def test_transform_errors_are_clean(tmp_path, capsys):
-    assert main(["transform", str(tmp_path / "none.unimap"), "digits"]) == 2
+    assert main(["transform", str(tmp_path / "none.unimap"), "digits"]) == 1
     assert "no model file" in capsys.readouterr().err
     (tmp_path / "bad.unimap").write_text("not a model")
     assert main(["transform", str(tmp_path / "bad.unimap"), "digits",
-                 "-o", str(tmp_path / "o.npy")]) == 2
+                 "-o", str(tmp_path / "o.npy")]) == 1
     assert "unimap: error:" in capsys.readouterr().err
     assert not (tmp_path / "o.npy").exists()
+    assert main(["transform", str(tmp_path / "bad.unimap"), "digits", "-o", "x.txt"]) == 2
 
 
 def test_info_text_and_json(capsys):

@@ -22,7 +22,11 @@ import numpy as np
 
 from unimap._io import atomic_path
 
-__all__ = ["main", "read_table"]
+__all__ = ["main", "read_table", "UsageError"]
+
+
+class UsageError(ValueError):
+    """A command line that cannot work as given (exit status 2; other failures exit 1)."""
 
 
 def _is_number(text: str) -> bool:
@@ -127,7 +131,7 @@ def _make_estimator(args):
     stray = sorted(given - _METHOD_OPTIONS[args.method])
     if stray:
         flags = ", ".join("--" + name.replace("_", "-") for name in stray)
-        raise ValueError(f"{flags} does not apply to --method {args.method}")
+        raise UsageError(f"{flags} does not apply to --method {args.method}")
     options = {name: getattr(args, name) for name in given}
     common = {"n_components": args.n_components, "random_state": args.random_state}
     if args.method == "pca":
@@ -145,10 +149,10 @@ def _make_estimator(args):
 def _embed(args) -> int:
     out_png = Path(args.output)
     if out_png.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ValueError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
+        raise UsageError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
     out_emb = Path(args.embedding) if args.embedding else out_png.with_suffix(".npy")
     if out_emb.suffix not in (".npy", ".csv"):
-        raise ValueError(f"--embedding must end in .npy or .csv, got {out_emb.name!r}")
+        raise UsageError(f"--embedding must end in .npy or .csv, got {out_emb.name!r}")
     X, labels, name = _load_input(args)
     start = time.perf_counter()
     estimator = _make_estimator(args)
@@ -173,7 +177,7 @@ def _transform(args) -> int:
 
     out = Path(args.output)
     if out.suffix not in (".npy", ".csv"):
-        raise ValueError(f"--output must end in .npy or .csv, got {out.name!r}")
+        raise UsageError(f"--output must end in .npy or .csv, got {out.name!r}")
     if not Path(args.model).is_file():
         raise FileNotFoundError(f"no model file {args.model!r}")
     model = unimap.load(args.model)
@@ -267,9 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     run = {"embed": _embed, "transform": _transform, "info": _info}[args.command]
     try:
         return run(args)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+    except UsageError as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 2
+    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+        print(f"unimap: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
