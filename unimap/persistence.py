@@ -356,6 +356,6 @@ def _estimator_class(name: str) -> type:
 
 
 def _unimap_version() -> str:
-    from unimap import __version__
+    from unimap._version import __version__
 
     return __version__
