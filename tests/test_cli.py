@@ -143,3 +143,34 @@ def test_info_text_and_json(capsys):
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["core"]["numpy"] and info["cpus"] >= 1 and "optional" in info
+
+
+def test_evaluate_scores_an_embedding(tmp_path, blobs, capsys):
+    import json
+
+    from unimap.metrics import knn_accuracy_loo
+
+    X, y = blobs
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "e.png"),
+                 "--method", "pca"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "e.npy"),
+                 "--labels", str(tmp_path / "y.npy"), "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["n_samples"] == 300
+    assert 0.5 < scores["trustworthiness@15"] <= 1.0
+    assert scores["knn_accuracy@10"] == knn_accuracy_loo(np.load(tmp_path / "e.npy"), y, 10)
+    assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "e.npy")]) == 0
+    assert "trustworthiness@15" in capsys.readouterr().out
+
+
+def test_evaluate_refuses_mismatched_or_missing_files(tmp_path, blobs, capsys):
+    X, _ = blobs
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "short.npy", np.zeros((10, 2)))
+    assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "short.npy")]) == 1
+    assert "row for row" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "none.npy")]) == 1
+    assert "no embedding file" in capsys.readouterr().err

@@ -3,7 +3,8 @@
 ``unimap embed INPUT -o map.png`` reads a ``.npy`` or ``.csv`` table, or a built-in dataset
 (``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot (and
 the model with ``--save-model``). ``unimap transform MODEL INPUT -o out.npy`` places new points
-with a saved model. ``unimap info`` says what this installation has. Files are written
+with a saved model. ``unimap evaluate DATA EMBEDDING`` scores an embedding with
+``unimap.metrics``. ``unimap info`` says what this installation has. Files are written
 atomically: a failed run leaves no partial output.
 """
 
@@ -190,6 +191,46 @@ def _transform(args) -> int:
     return 0
 
 
+def _evaluate(args) -> int:
+    from unimap import metrics
+
+    X, labels, _ = _load_input(args)
+    embedding = _read_embedding(args.embedding)
+    if embedding.shape[0] != X.shape[0]:
+        raise ValueError(f"the data has {X.shape[0]} rows but the embedding has "
+                         f"{embedding.shape[0]}; they must correspond row for row")
+    k, seed = args.n_neighbors, args.random_state
+    sample = min(args.sample_size, X.shape[0])
+    trust = metrics.trustworthiness_sampled(X, embedding, n_neighbors=k, n_samples=sample,
+                                            random_state=seed)
+    scores = {
+        "n_samples": int(X.shape[0]),
+        f"trustworthiness@{k}": trust.value,
+        f"trustworthiness@{k}_stderr": trust.stderr,
+        f"knn_recall@{k}": metrics.knn_recall(X, embedding, k, sample_size=sample,
+                                               random_state=seed),
+        "triplet_accuracy": metrics.triplet_accuracy(X, embedding, random_state=seed),
+        "distance_correlation": metrics.distance_correlation(X, embedding, random_state=seed),
+    }
+    if labels is not None:
+        scores["knn_accuracy@10"] = metrics.knn_accuracy_loo(embedding, labels, 10)
+    if args.json:
+        print(json.dumps(scores, indent=2))
+    else:
+        for name, value in scores.items():
+            print(f"{name:<28} {value:.4f}" if isinstance(value, float) else
+                  f"{name:<28} {value}")
+    return 0
+
+
+def _read_embedding(path: str) -> np.ndarray:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no embedding file {path!r}")
+    if path.endswith(".npy"):
+        return np.load(path, allow_pickle=False)
+    return read_table(path)[0]
+
+
 def _info(args) -> int:
     import importlib.metadata
     import importlib.util
@@ -261,6 +302,17 @@ def build_parser() -> argparse.ArgumentParser:
                            help="embedding of the new points (.npy or .csv)")
     transform.add_argument("--label-column", help="CSV column (name or index) to leave out")
     transform.set_defaults(labels=None)
+    evaluate = sub.add_parser("evaluate", help="score an embedding of a data set "
+                              "(unimap.metrics; labels add the 10-NN accuracy)")
+    evaluate.add_argument("input", help="the data: a .npy/.csv file, or a built-in dataset")
+    evaluate.add_argument("embedding", help="its embedding, row for row (.npy or .csv)")
+    evaluate.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    evaluate.add_argument("--labels", help="a .npy/.csv file of labels")
+    evaluate.add_argument("--n-neighbors", type=int, default=15)
+    evaluate.add_argument("--sample-size", type=int, default=2000,
+                          help="points the neighbourhood scores are estimated on (2000)")
+    evaluate.add_argument("--random-state", type=int, default=0)
+    evaluate.add_argument("--json", action="store_true", help="machine-readable output")
     info = sub.add_parser("info", help="version, threads, and which optional parts are here")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
@@ -268,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run = {"embed": _embed, "transform": _transform, "info": _info}[args.command]
+    run = {"embed": _embed, "transform": _transform, "evaluate": _evaluate,
+           "info": _info}[args.command]
     try:
         return run(args)
     except UsageError as exc:
