@@ -174,3 +174,22 @@ def test_evaluate_refuses_mismatched_or_missing_files(tmp_path, blobs, capsys):
     assert "row for row" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "x.npy"), str(tmp_path / "none.npy")]) == 1
     assert "no embedding file" in capsys.readouterr().err
+
+
+def test_embed_quiet_and_json_summary(tmp_path, blobs, capsys):
+    import json
+
+    np.save(tmp_path / "x.npy", blobs[0])
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "q.png"), "-q",
+                 "--n-epochs", "10"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "j.png"), "--json",
+                 "--method", "gdr", "--n-epochs", "10"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["method"] == "GDR" and summary["n_samples"] == 300
+    assert summary["params"]["n_epochs"] == 10 and summary["resolved"]["n_epochs_"] == 10
+    assert set(summary["timings"]) >= {"neighbors", "affinities", "init", "optimize", "total"}
+    assert summary["files"] == [str(tmp_path / "j.npy"), str(tmp_path / "j.png")]
+    with pytest.raises(SystemExit) as usage:  # --quiet and --json exclude each other
+        main(["embed", "blobs", "-q", "--json"])
+    assert usage.value.code == 2

@@ -168,9 +168,27 @@ def _embed(args) -> int:
             estimator.save(stack.enter_context(atomic_path(args.save_model)))
         save_scatter(out_png, embedding, labels, title=title)
         _atomic_save_array(out_emb, embedding)
-    written = f"{out_emb} and {out_png}" + (f" and {args.save_model}" if args.save_model else "")
-    print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {written}")
+    files = [str(out_emb), str(out_png)] + ([args.save_model] if args.save_model else [])
+    if args.json:
+        print(json.dumps(_summary(estimator, X, elapsed, files), indent=2, default=str))
+    elif not args.quiet:
+        print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {' and '.join(files)}")
     return 0
+
+
+def _summary(estimator, X, seconds: float, files: list[str]) -> dict:
+    """What ``--json`` prints: the data's shape, the time and phases, the parameters and the
+    resolved (fitted) settings, and the files written."""
+    resolved = {name: value.item() if isinstance(value, np.generic) else value
+                for name, value in vars(estimator).items()
+                if name.endswith("_") and not name.startswith("_")
+                and isinstance(value, (int, float, str, bool, np.generic))}
+    return {"method": type(estimator).__name__, "n_samples": int(X.shape[0]),
+            "n_features": int(X.shape[1]), "seconds": round(seconds, 3),
+            "timings": getattr(estimator, "timings_", None),
+            "params": {k: v for k, v in estimator.get_params().items()
+                       if isinstance(v, (int, float, str, bool, type(None)))},
+            "resolved": resolved, "files": files}
 
 
 def _transform(args) -> int:
@@ -292,7 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "iterations (tsne); default: the method's")
     embed.add_argument("--random-state", type=int, default=0)
     embed.add_argument("--n-jobs", type=int, default=-1)
-    embed.add_argument("-v", "--verbose", action="store_true")
+    output = embed.add_mutually_exclusive_group()
+    output.add_argument("-v", "--verbose", action="store_true", help="phase by phase progress")
+    output.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    output.add_argument("--json", action="store_true",
+                        help="print a machine-readable summary (timings, parameters, files)")
     embed.add_argument("--save-model", help="also save the fitted model here (see "
                        "unimap.load; for 'unimap transform')")
     transform = sub.add_parser("transform", help="place new points with a saved model")
