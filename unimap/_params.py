@@ -19,7 +19,7 @@ from typing import Any
 from unimap._validation import check_bool, check_choice, check_float, check_int
 
 __all__ = ["Integer", "Real", "Options", "Boolean", "ArrayLike", "IsCallable", "Seed", "Jobs",
-           "AnyOf", "Optional", "validate_params"]
+           "AnyOf", "Optional", "MemorySize", "validate_params"]
 
 
 class Constraint:
@@ -141,6 +141,24 @@ class Jobs(Constraint):
 
     def describe(self):
         return "None or a non-zero integer (-1: all cores)"
+
+
+class MemorySize(Constraint):
+    """``"available"``, None (no check), a positive number of bytes or a size string."""
+
+    def check(self, value, name):
+        from unimap._memory import parse_memory
+
+        if value is None or (isinstance(value, str) and value == "available"):
+            return
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+            raise TypeError(f"{name} must be {self.describe()}, got {type(value).__name__}")
+        size = parse_memory(value)
+        if not size > 0:
+            raise ValueError(f"{name} must be a positive size, got {value!r}")
+
+    def describe(self):
+        return "'available', None, a positive number of bytes or a size such as '8GB'"
 
 
 class AnyOf(Constraint):

@@ -188,6 +188,19 @@ class NeighborIndex:
 
     def _choose_method(self, X: Any) -> str:
         n = X.shape[0]
+        method = self.planned_method(n)
+        if method == "exact" and self.method == "auto" and n > EXACT_MAX_SAMPLES:
+            warnings.warn(
+                f"exact kNN on {n} points takes O(n^2) time; faiss-cpu (a dependency of "
+                "unimap) is not installed here: pip install faiss-cpu",
+                stacklevel=3,
+            )
+        return method
+
+    def planned_method(self, n: int) -> str:
+        """The backend :meth:`build` picks for ``n`` points (raises if it is not installed)."""
+        if self.metric == "precomputed":
+            return "exact"
         has_faiss = importlib.util.find_spec("faiss") is not None
         has_nnd = importlib.util.find_spec("pynndescent") is not None
         if self.method == "hnsw":
@@ -209,11 +222,6 @@ class NeighborIndex:
             return "hnsw"
         if has_nnd:
             return "nndescent"
-        warnings.warn(
-            f"exact kNN on {n} points takes O(n^2) time; faiss-cpu (a dependency of "
-            "unimap) is not installed here: pip install faiss-cpu",
-            stacklevel=3,
-        )
         return "exact"
 
     # -- queries -----------------------------------------------------------------------------

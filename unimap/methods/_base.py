@@ -17,16 +17,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
+from unimap._memory import MemoryEstimate, check_memory, input_copy_estimate
 from unimap._params import (
     ArrayLike,
     Boolean,
     Integer,
     Jobs,
+    MemorySize,
     Optional,
     Options,
     Seed,
@@ -157,9 +159,19 @@ PIPELINE_CONSTRAINTS = {
     "n_jobs": Jobs(),
     "knn_method": Options(*METHODS),
     "precomputed_knn": Optional(ArrayLike()),
+    "max_memory": MemorySize(),
     "verbose": Boolean(),
 }
 """The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""
+
+
+class MemoryProfile(NamedTuple):
+    """What a method's steps allocate, for :meth:`NeighborEmbedding._memory_estimate`."""
+
+    affinity: str  # a key of unimap._memory.AFFINITY_BYTES
+    optimizer_bytes: int  # the optimizer's own arrays
+    k_parameter: str  # the parameter that sets the number of neighbours
+    optimizer_advice: str = ""  # what lowers the optimizer's memory, if not k_parameter
 
 
 class NeighborEmbedding(UnimapEstimator):
@@ -189,6 +201,9 @@ class NeighborEmbedding(UnimapEstimator):
         self._validate_params()
         names = SimpleNamespace()
         self._record_feature_names(X, names)
+        copy = input_copy_estimate(X)
+        if copy is not None:
+            check_memory(copy, self.max_memory, type(self).__name__)
         X = check_method_input(X, self.metric, square=True)
         n = X.shape[0]
         if n < 2:
@@ -197,6 +212,7 @@ class NeighborEmbedding(UnimapEstimator):
         fit.n_features_in_ = X.shape[1]
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
+        fit.memory_estimate_ = self._check_memory(fit, X)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             with clock.phase("neighbors", lambda: fit.knn_method_):
                 fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, streams.neighbors)
@@ -261,6 +277,51 @@ class NeighborEmbedding(UnimapEstimator):
         self._check_n_features(X, n_train if self.metric == "precomputed"
                                else self.n_features_in_)
         return X
+
+    def _check_memory(self, fit: SimpleNamespace, X: Any) -> int:
+        """Estimate the fit's peak memory; refuse it above ``max_memory``. Returns bytes."""
+        estimate = self._memory_estimate(fit, X)
+        self._log(f"memory: {estimate.describe()}")
+        check_memory(estimate, self.max_memory, type(self).__name__)
+        return estimate.peak
+
+    def _memory_estimate(self, fit: SimpleNamespace, X: Any) -> MemoryEstimate:
+        """The phases' peaks (see :mod:`unimap._memory`) from the shapes and the plan."""
+        from unimap import _memory as mem
+        from unimap.neighbors import NeighborIndex
+
+        n, d = X.shape
+        k, width = fit.n_neighbors_, self.n_components
+        profile = self._memory_profile(fit, n)
+        smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
+        estimate = MemoryEstimate()
+        dense = n * d * 4 if sp.issparse(X) else 0  # the search runs on a dense copy
+        if self.precomputed_knn is not None:
+            knn_peak = knn_kept = n * k * 8
+            knn = "precomputed"
+        else:
+            knn = NeighborIndex(self.metric, self.knn_method).planned_method(n)
+            knn_peak, knn_kept = mem.neighbors_bytes(knn, n, d, k, self.metric)
+        estimate.phases["neighbors"] = dense + knn_peak
+        estimate.advice["neighbors"] = (
+            "pass the kNN graph (precomputed_knn) instead of an n x n matrix"
+            if self.metric == "precomputed" else
+            "knn_method='hnsw'" if knn == "exact" else
+            f"fewer features (PCA first) or {smaller_k}")
+        edges = n * k
+        affinity_peak, affinity_kept = mem.AFFINITY_BYTES[profile.affinity]
+        estimate.phases["affinities"] = knn_kept + edges * affinity_peak
+        estimate.advice["affinities"] = smaller_k
+        kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
+        spectral = edges * mem.SPECTRAL_INIT_BYTES if fit.init_ == "spectral" else 0
+        estimate.phases["init"] = kept + spectral
+        estimate.advice["init"] = "init='pca'" if spectral else smaller_k
+        estimate.phases["optimize"] = kept + profile.optimizer_bytes
+        estimate.advice["optimize"] = profile.optimizer_advice or smaller_k
+        return estimate
+
+    def _memory_profile(self, fit: SimpleNamespace, n: int) -> MemoryProfile:
+        raise NotImplementedError
 
     def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""

@@ -34,7 +34,7 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
 from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
 
 __all__ = ["GDR"]
@@ -141,6 +141,11 @@ class GDR(NeighborEmbedding):
     precomputed_knn : tuple (indices, distances), optional
         A kNN graph of ``X`` with shape (n_samples, >= n_neighbors_) each, column 0 the
         point itself; skips the neighbour search (``transform`` is then unavailable).
+    max_memory : "available", int, str or None, default="available"
+        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
+        before the large allocations, with the estimate and the parameter that lowers it:
+        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
+        is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
 
     Attributes
@@ -170,6 +175,9 @@ class GDR(NeighborEmbedding):
     n_features_in_ : int
     timings_ : dict
         Seconds in ``neighbors``, ``affinities``, ``init``, ``optimize``, ``total``.
+    memory_estimate_ : int
+        The estimated peak memory of the fit in bytes, over what the process held before
+        (see :mod:`unimap._memory`).
 
     Notes
     -----
@@ -231,6 +239,7 @@ class GDR(NeighborEmbedding):
         n_jobs: int = -1,
         knn_method: str = "auto",
         precomputed_knn: tuple | None = None,
+        max_memory: Any = "available",
         verbose: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
@@ -257,6 +266,7 @@ class GDR(NeighborEmbedding):
         self.n_jobs = n_jobs
         self.knn_method = knn_method
         self.precomputed_knn = precomputed_knn
+        self.max_memory = max_memory
         self.verbose = verbose
 
     @property
@@ -322,6 +332,17 @@ class GDR(NeighborEmbedding):
         fit["init_"] = self.init if self.init is not None else (
             "pca" if normalized and self.metric != "precomputed" else "spectral")
         return fit
+
+    def _memory_profile(self, fit, n: int) -> MemoryProfile:
+        from unimap._memory import OPTIMIZER_BYTES
+
+        edges = n * fit.n_neighbors_
+        if self.normalized:  # Z-ordered copies of P (and Pᵀ), float64 positions and gains
+            arrays = edges * OPTIMIZER_BYTES["gdr_normalized"] + n * self.n_components * 64
+            return MemoryProfile("perplexity", arrays, "perplexity")
+        # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
+        arrays = edges * OPTIMIZER_BYTES["gdr"] + n * self.n_components * 4 * 8
+        return MemoryProfile("fuzzy", arrays, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity import joint_affinities

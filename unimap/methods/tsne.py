@@ -27,7 +27,7 @@ from unimap._params import (
 )
 from unimap._threads import adaptive_threads
 from unimap._validation import check_float, check_int
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
 
 __all__ = ["TSNE"]
 
@@ -97,6 +97,11 @@ default="pca"
     callback : callable ``(iteration, kl_divergence, embedding) -> bool``, optional
         Called every ``callback_every`` iterations; returning True stops the optimization.
     callback_every : int, default=50
+    max_memory : "available", int, str or None, default="available"
+        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
+        before the large allocations, with the estimate and the parameter that lowers it:
+        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
+        is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
 
     Attributes
@@ -122,6 +127,9 @@ default="pca"
     n_features_in_ : int
     timings_ : dict
         Seconds in ``neighbors``, ``affinities``, ``init``, ``optimize``, ``total``.
+    memory_estimate_ : int
+        The estimated peak memory of the fit in bytes, over what the process held before
+        (see :mod:`unimap._memory`).
     """
 
     _scale = "std"
@@ -176,6 +184,7 @@ default="pca"
         n_jobs: int = -1,
         knn_method: str = "auto",
         precomputed_knn: tuple | None = None,
+        max_memory: Any = "available",
         callback: Any = None,
         callback_every: int = 50,
         verbose: bool = False,
@@ -204,6 +213,7 @@ default="pca"
         self.n_jobs = n_jobs
         self.knn_method = knn_method
         self.precomputed_knn = precomputed_knn
+        self.max_memory = max_memory
         self.callback = callback
         self.callback_every = callback_every
         self.verbose = verbose
@@ -221,6 +231,19 @@ default="pca"
                 "learning_rate_": self._learning_rates(n),
                 "n_neighbors_": perplexity_neighbors(perplexity, n - 1) + 1,
                 "n_epochs_": self.n_iter, "init_": self.init}
+
+    def _memory_profile(self, fit, n: int) -> MemoryProfile:
+        from unimap._memory import OPTIMIZER_BYTES, fft_grid_bytes
+
+        width = self.n_components
+        # float64 position, update, gains and gradient parts; the P arrays in float64
+        arrays = n * width * 8 * 8 + n * fit.n_neighbors_ * OPTIMIZER_BYTES["tsne"]
+        repulsion, advice = 0, ""
+        if fit.method_ == "fft" and width == 2:
+            repulsion, advice = fft_grid_bytes(n), "method='barnes_hut' (no FFT grid)"
+        elif fit.method_ == "barnes_hut":
+            repulsion = n * 2 * 96  # the tree's nodes
+        return MemoryProfile("perplexity", arrays + repulsion, "perplexity", advice)
 
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity import perplexity_affinities

@@ -19,7 +19,7 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
 
 __all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
@@ -88,6 +88,11 @@ default="spectral"
     precomputed_knn : tuple (indices, distances), optional
         A kNN graph of ``X`` with shape (n_samples, >= n_neighbors) each, column 0 the point
         itself; skips the neighbour search (``transform`` is then unavailable).
+    max_memory : "available", int, str or None, default="available"
+        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
+        before the large allocations, with the estimate and the parameter that lowers it:
+        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
+        is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
         Print the phases and their times.
 
@@ -114,6 +119,9 @@ default="spectral"
     timings_ : dict
         Seconds spent in each phase: ``neighbors``, ``affinities``, ``init``, ``optimize``,
         ``total``.
+    memory_estimate_ : int
+        The estimated peak memory of the fit in bytes, over what the process held before
+        (see :mod:`unimap._memory`).
     """
 
     _parameter_constraints = {
@@ -152,6 +160,7 @@ default="spectral"
         n_jobs: int = -1,
         knn_method: str = "auto",
         precomputed_knn: tuple | None = None,
+        max_memory: Any = "available",
         verbose: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
@@ -172,6 +181,7 @@ default="spectral"
         self.n_jobs = n_jobs
         self.knn_method = knn_method
         self.precomputed_knn = precomputed_knn
+        self.max_memory = max_memory
         self.verbose = verbose
 
     def _expected_failed_checks(self) -> dict[str, str]:
@@ -191,6 +201,13 @@ default="spectral"
         return {"n_neighbors_": capped_n_neighbors(self.n_neighbors, n), "a_": a, "b_": b,
                 "n_epochs_": self.n_epochs if self.n_epochs is not None else umap_epochs(n),
                 "init_": self.init}
+
+    def _memory_profile(self, fit, n: int) -> MemoryProfile:
+        from unimap._memory import OPTIMIZER_BYTES
+
+        # the SGD's per-edge schedules over the pruned graph, its head/tail/weight arrays
+        sgd = n * fit.n_neighbors_ * OPTIMIZER_BYTES["umap_sgd"] + n * self.n_components * 16
+        return MemoryProfile("fuzzy", sgd, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity import fuzzy_simplicial_set
