@@ -4,8 +4,11 @@
 (``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot (and
 the model with ``--save-model``). ``unimap transform MODEL INPUT -o out.npy`` places new points
 with a saved model. ``unimap evaluate DATA EMBEDDING`` scores an embedding with
-``unimap.metrics``. ``unimap info`` says what this installation has. Files are written
-atomically: a failed run leaves no partial output.
+``unimap.metrics``. ``unimap plot EMBEDDING -o map.html`` draws an embedding (.png/.svg/.pdf,
+or an interactive offline .html map). ``unimap compare DATA --methods umap,tsne,gdr`` embeds
+with several methods and prints their time and quality beside a side-by-side figure. ``unimap
+info`` says what this installation has. Files are written atomically: a failed run leaves no
+partial output.
 """
 
 from __future__ import annotations
@@ -287,6 +290,192 @@ def _info(args) -> int:
     return 0
 
 
+# ---- unimap plot ----
+
+_PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".html")
+
+
+def _split_names(text: str | None) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else []
+
+
+def _table_column_names(path: Path) -> list[str]:
+    """The column names of a ``--data`` table: its CSV header, else "0", "1", ..."""
+    if not path.is_file():
+        raise FileNotFoundError(f"--data file not found: {path}")
+    if path.suffix not in (".npy", ".csv", ".tsv", ".txt"):
+        raise ValueError(f"unsupported --data format {path.suffix!r}: use .csv, .tsv or .npy")
+    if path.suffix == ".npy":
+        array = np.load(path, allow_pickle=False, mmap_mode="r")
+        return [str(i) for i in range(array.shape[1] if array.ndim == 2 else 1)]
+    with open(path, newline="") as fh:
+        first = next(csv.reader(fh, delimiter="\t" if path.suffix == ".tsv" else ","), [])
+    if all(_is_number(c) for c in first):
+        return [str(i) for i in range(len(first))]
+    return [c.strip() for c in first]
+
+
+def _read_data_columns(path: str, names: list[str]) -> dict[str, np.ndarray]:
+    """Columns ``names`` of the ``--data`` table: numbers as numbers, anything else as text.
+
+    The same files as :func:`read_table` (.npy, or .csv/.tsv/.txt with an optional header), but
+    any number of text columns. (To be replaced by the table reader of the coming
+    ``unimap.io``.)
+    """
+    table = Path(path)
+    available = _table_column_names(table)
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise ValueError(f"--data {table.name} has no column {', '.join(map(repr, missing))}; "
+                         f"its columns: {', '.join(available)}")
+    if table.suffix == ".npy":
+        array = np.load(table, allow_pickle=False)
+        array = array.reshape(-1, 1) if array.ndim == 1 else array
+        return {name: array[:, int(name)] for name in names}
+    with open(table, newline="") as fh:
+        rows = [r for r in csv.reader(fh, delimiter="\t" if table.suffix == ".tsv" else ",")
+                if r]
+    has_header = not all(_is_number(c) for c in rows[0])
+    body = rows[1:] if has_header else rows
+    if any(len(r) != len(available) for r in body):
+        raise ValueError(f"{table}: rows have different numbers of columns")
+    columns = {}
+    for name in names:
+        index = available.index(name)
+        text = np.array([r[index].strip() for r in body])
+        columns[name] = text
+        if all(_is_number(v) for v in text):
+            values = text.astype(np.float64)
+            integral = np.isfinite(values).all() and np.all(values == np.round(values))
+            columns[name] = values.astype(np.int64) if integral else values
+    return columns
+
+
+def _read_labels_file(path: str) -> np.ndarray:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--labels file not found: {path}")
+    if path.endswith(".npy"):
+        return np.load(path, allow_pickle=False).reshape(-1)
+    return read_table(path, label_column="0")[1]  # one column, text or numbers
+
+
+def _plot(args) -> int:
+    out = Path(args.output)
+    suffix = out.suffix.lower()
+    if suffix not in _PLOT_SUFFIXES:
+        raise UsageError(f"--output must end in {', '.join(_PLOT_SUFFIXES)}, got {out.name!r}")
+    hover = _split_names(args.hover)
+    if suffix != ".html" and (hover or args.id_column):
+        raise UsageError("--hover and --id-column apply to .html output")
+    if (hover or args.id_column) and not args.data:
+        raise UsageError("--hover and --id-column name columns of --data TABLE")
+    if args.color_by and not (args.data or args.labels):
+        raise UsageError("--color-by names a column of --data TABLE (or 'label' with --labels)")
+    embedding = _read_embedding(args.embedding)
+    if embedding.ndim != 2 or embedding.shape[1] < 2:
+        raise ValueError(f"{args.embedding}: an embedding needs at least 2 columns, got shape "
+                         f"{embedding.shape}")
+    n = embedding.shape[0]
+    columns: dict[str, np.ndarray] = {}
+    if args.labels:
+        columns["label"] = _read_labels_file(args.labels)
+    if args.data:
+        wanted = [name for name in dict.fromkeys([*hover, args.color_by, args.id_column])
+                  if name and not (name == "label" and args.labels)]
+        if suffix == ".html" and not hover:  # the table's columns, up to 12
+            wanted = list(dict.fromkeys([*wanted, *_table_column_names(Path(args.data))]))[:12]
+        columns.update(_read_data_columns(args.data, wanted))
+    for name, values in columns.items():
+        if len(values) != n:
+            raise ValueError(f"column {name!r} has {len(values)} rows but the embedding has "
+                             f"{n}; they must correspond row for row")
+    color_by = args.color_by or ("label" if "label" in columns else None)
+    ids = columns.get(args.id_column) if args.id_column else None
+    if args.id_column and args.id_column not in (*hover, color_by):
+        del columns[args.id_column]  # shown as the tooltip's id, not again as a column
+    title = args.title or Path(args.embedding).stem
+    if suffix == ".html":
+        from unimap.html_map import save_html
+
+        save_html(out, embedding, columns=columns, ids=ids, color_by=color_by,
+                  hover=hover or None, title=title, id_name=args.id_column or "row")
+    else:
+        from unimap.plotting import save_scatter
+
+        save_scatter(out, embedding, columns[color_by] if color_by else None, title=title,
+                     colorbar_label=color_by)
+    if not args.quiet:
+        print(f"wrote {out} ({n:,} points" + (f", coloured by {color_by}" if color_by else "")
+              + ")")
+    return 0
+
+
+# ---- unimap compare ----
+
+def _compare(args) -> int:
+    from argparse import Namespace
+
+    from unimap import metrics
+
+    out = Path(args.output)
+    if out.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"--output must end in .png, .svg or .pdf, got {out.name!r}")
+    methods = _split_names(args.methods)
+    unknown = [m for m in methods if m not in _METHOD_OPTIONS]
+    if unknown or not methods:
+        raise UsageError(f"--methods takes a comma-separated list of {', '.join(_METHOD_OPTIONS)}"
+                         f"; got {args.methods!r}")
+    if len(set(methods)) != len(methods):
+        raise UsageError(f"--methods lists a method twice: {args.methods!r}")
+    X, labels, name = _load_input(args)
+    k, seed = 15, args.random_state
+    sample = min(args.sample_size, X.shape[0])
+    embeddings, rows = {}, []
+    for method in methods:
+        options = Namespace(method=method, n_components=2, random_state=seed,
+                            n_jobs=args.n_jobs, verbose=False, n_neighbors=None,
+                            min_dist=None, perplexity=None, metric=None,
+                            n_epochs=None if method == "pca" else args.n_epochs)
+        estimator = _make_estimator(options)
+        start = time.perf_counter()
+        embedding = estimator.fit_transform(X)
+        seconds = time.perf_counter() - start
+        row = {"method": method, "seconds": round(seconds, 3),
+               f"trustworthiness@{k}": metrics.trustworthiness_sampled(
+                   X, embedding, n_neighbors=k, n_samples=sample, random_state=seed).value,
+               f"knn_recall@{k}": metrics.knn_recall(X, embedding, k, sample_size=sample,
+                                                      random_state=seed)}
+        if labels is not None:
+            row["knn_accuracy@10"] = metrics.knn_accuracy_loo(embedding, labels, 10)
+        rows.append(row)
+        embeddings[f"{method.upper()}: {seconds:.1f} s, "
+                   f"T={row[f'trustworthiness@{k}']:.3f}"] = embedding
+    from unimap.plotting import save_comparison
+
+    with contextlib.ExitStack() as stack:  # nothing is renamed into place unless all succeed
+        if args.save_embeddings:
+            folder = Path(args.save_embeddings)
+            for method, embedding in zip(methods, embeddings.values(), strict=True):
+                target = folder / f"{name}_{method}.npy"
+                with open(stack.enter_context(atomic_path(target)), "wb") as fh:
+                    np.save(fh, embedding)
+        save_comparison(out, embeddings, labels)
+    if args.json:
+        print(json.dumps({"data": name, "n_samples": int(X.shape[0]),
+                          "n_features": int(X.shape[1]), "results": rows,
+                          "figure": str(out)}, indent=2))
+        return 0
+    headers = list(rows[0])
+    print(f"{name}: {X.shape[0]:,} points × {X.shape[1]} features (seed {seed}; "
+          f"neighbourhood scores on {sample} points)")
+    print("  ".join(f"{h:>16}" if i else f"{h:<10}" for i, h in enumerate(headers)))
+    for row in rows:
+        print("  ".join(f"{row[h]:<10}" if i == 0 else f"{row[h]:>16.2f}" if i == 1 else
+                        f"{row[h]:>16.4f}" for i, h in enumerate(headers)))
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unimap", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -337,13 +526,47 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="machine-readable output")
     info = sub.add_parser("info", help="version, threads, and which optional parts are here")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    plot = sub.add_parser("plot", help="draw an embedding: a static figure (.png/.svg/.pdf) or "
+                          "an interactive map (.html, one offline file)")
+    plot.add_argument("embedding", help="an embedding (.npy or .csv), one row per point")
+    plot.add_argument("-o", "--output", default="map.html",
+                      help="the figure: .png, .svg, .pdf or .html (default map.html)")
+    plot.add_argument("--labels", help="a .npy/.csv file of labels (the column 'label')")
+    plot.add_argument("--data", help="a table (.csv/.tsv/.npy) row for row with the embedding, "
+                      "for --color-by, --hover and --id-column")
+    plot.add_argument("--color-by", help="the column to colour by (default: label)")
+    plot.add_argument("--hover", help=".html: comma-separated --data columns shown on hover "
+                      "(default: the table's first 12)")
+    plot.add_argument("--id-column", help=".html: the --data column that identifies a point "
+                      "(default: its row number)")
+    plot.add_argument("--title", help="default: the embedding file's name")
+    plot.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    compare = sub.add_parser("compare", help="embed one data set with several methods (same "
+                             "seed): a side-by-side figure and a table of time and quality")
+    compare.add_argument("input", help="a .npy/.csv file, or a built-in dataset")
+    compare.add_argument("--methods", default="umap,tsne,gdr",
+                         help=f"comma-separated, of {', '.join(_METHOD_OPTIONS)} "
+                         "(default umap,tsne,gdr)")
+    compare.add_argument("-o", "--output", default="compare.png",
+                         help="the figure (.png/.svg/.pdf)")
+    compare.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    compare.add_argument("--labels", help="a .npy/.csv file of labels (adds 10-NN accuracy)")
+    compare.add_argument("--n-epochs", type=int, help="epochs or iterations of every method "
+                         "but pca; default: each method's")
+    compare.add_argument("--sample-size", type=int, default=2000,
+                         help="points the neighbourhood scores are estimated on (2000)")
+    compare.add_argument("--random-state", type=int, default=0)
+    compare.add_argument("--n-jobs", type=int, default=-1)
+    compare.add_argument("--save-embeddings", metavar="DIR",
+                         help="also write each embedding to DIR/<data>_<method>.npy")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = {"embed": _embed, "transform": _transform, "evaluate": _evaluate,
-           "info": _info}[args.command]
+           "info": _info, "plot": _plot, "compare": _compare}[args.command]
     try:
         return run(args)
     except UsageError as exc:

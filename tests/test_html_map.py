@@ -1,0 +1,211 @@
+"""The standalone HTML map: its encoding and escaping (plain Python), and the page itself in
+headless Chromium (skipped where no Chromium is installed: ``apt-get install chromium``)."""
+
+import base64
+import io
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+from _cdp import Browser, find_chromium
+
+from unimap.html_map import html_map, save_html
+
+EVIL = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def _data_block(text: str) -> dict:
+    match = re.search(r'<script type="application/json" id="unimap-data">(.*?)</script>', text,
+                      re.S)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+def _clusters(n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-20, 20, (k, 2))
+    labels = rng.integers(0, k, n)
+    return (centers[labels] + rng.standard_normal((n, 2))).astype(np.float32), labels
+
+
+def test_data_are_embedded_compactly_and_decode_exactly():
+    emb, labels = _clusters(500, 4)
+    many = np.array([f"c{i}" for i in range(300)])[np.arange(500) % 300]
+    text = html_map(emb, labels=labels, columns={"value": emb[:, 0] * 1.5, "many": many},
+                    ids=np.arange(500) + 1000)
+    data = _data_block(text)
+    xy = np.frombuffer(base64.b64decode(data["xy"]), dtype="<f4").reshape(-1, 2)
+    np.testing.assert_array_equal(xy, emb)
+    label, value, wide = data["columns"]
+    assert label["kind"] == "cat" and label["width"] == 1
+    codes = np.frombuffer(base64.b64decode(label["codes"]), dtype="<u1")
+    assert [label["categories"][c] for c in codes] == [str(v) for v in labels]
+    assert value["kind"] == "num"
+    np.testing.assert_array_equal(np.frombuffer(base64.b64decode(value["data"]), "<f4"),
+                                  (emb[:, 0] * 1.5).astype(np.float32))
+    assert wide["width"] == 2 and len(wide["categories"]) == 300  # uint16 codes
+    assert data["ids"]["kind"] == "int" and data["colorBy"] == "label"
+
+
+def test_page_is_self_contained():
+    emb, labels = _clusters(50, 2)
+    text = html_map(emb, labels)
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", text)
+    assert "@import" not in text and "fetch(" not in text
+    assert text.count("<script") == 2  # the data block and the inlined script
+
+
+def test_text_from_the_data_cannot_break_out_of_the_page():
+    emb, _ = _clusters(20, 2)
+    text = html_map(emb, columns={EVIL: np.array([EVIL] * 20)}, ids=[EVIL] * 20,
+                    title=EVIL)
+    assert "window.__pwned" in text  # it is there, as data...
+    assert "<script>window" not in text and "<img" not in text  # ...but never as markup
+    assert text.count("</script>") == 2
+    assert _data_block(text)["columns"][0]["name"] == EVIL
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"embedding": np.full((3, 2), np.nan)}, "NaN"),
+     ({"embedding": np.zeros(3)}, "shape"),
+     ({"columns": {"a": np.arange(4)}}, "column 'a' has shape"),
+     ({"color_by": "nope"}, "color_by='nope' is not a column"),
+     ({"hover": ["nope"]}, "hover columns"),
+     ({"labels": [1, 2, 3], "columns": {"label": [1, 2, 3]}}, "both labels")],
+)
+def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, kwargs, message):
+    args = {"embedding": np.zeros((3, 2))} | kwargs
+    with pytest.raises(ValueError, match=message):
+        save_html(tmp_path / "map.html", **args)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- in the browser ----
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium), or set "
+                    "UNIMAP_CHROMIUM to a Chrome/Chromium executable")
+    pytest.importorskip("websocket", reason="the browser tests need websocket-client (in the "
+                        "'test' extra)")
+    with Browser(executable) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def digits_page(tmp_path_factory):
+    from unimap.datasets import load_digits
+    from unimap.methods.pca import PCA
+
+    X, y = load_digits()
+    emb = PCA(random_state=0).fit_transform(X)
+    path = tmp_path_factory.mktemp("html") / "digits.html"
+    save_html(path, emb, labels=y,
+              columns={"ink": X.mean(axis=1), "note": np.array([EVIL] * len(y))},
+              ids=np.array([f"img-{i}" for i in range(len(y))]), title="digits " + EVIL)
+    return path, emb, y
+
+
+def _screen(browser) -> np.ndarray:
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(browser.screenshot())).convert("RGB"))
+    top = int(browser.evaluate("document.getElementById('unimap-canvas')"
+                               ".getBoundingClientRect().top"))
+    return rgb[top + 1:]
+
+
+def _settle(browser):
+    browser.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def test_page_loads_without_errors_and_draws_the_points(browser, digits_page):
+    path, _, _ = digits_page
+    browser.open(path)
+    _settle(browser)
+    assert browser.errors() == []
+    assert browser.evaluate("window.unimapMap.n") == 1797
+    assert browser.evaluate("document.title") == "digits " + EVIL  # shown as text
+    rgb = _screen(browser)
+    ink = float((rgb.min(axis=2) < 235).mean())
+    assert 0.02 < ink < 0.5, ink
+    colours = np.unique((rgb[rgb.min(axis=2) < 235] // 32).reshape(-1, 3), axis=0)
+    assert len(colours) > 8
+    legend = browser.evaluate("document.getElementById('unimap-legend').innerText")
+    assert "0 (178)" in legend and "9 (180)" in legend
+
+
+def _isolated_points(browser, emb, count):
+    """Points whose nearest other point is at least 4 CSS pixels away on screen."""
+    screen = np.array(browser.evaluate(
+        "Array.from({length: window.unimapMap.n}, (_, i) => {"
+        "const p = window.unimapMap.project(i); return [p.x, p.y]; })"))
+    d = np.linalg.norm(screen[:, None] - screen[None], axis=2)
+    np.fill_diagonal(d, np.inf)
+    inside = (screen[:, 0] > 20) & (screen[:, 0] < 1000) & (screen[:, 1] > 60)
+    return np.flatnonzero(inside & (d.min(axis=1) > 4))[:count], screen
+
+
+def test_hover_shows_the_points_id_and_columns(browser, digits_page):
+    path, emb, y = digits_page
+    browser.open(path)
+    points, screen = _isolated_points(browser, emb, 5)
+    assert len(points) == 5
+    for i in points:
+        browser.mouse_move(*screen[i])
+        deadline = time.monotonic() + 5
+        tip = ""
+        while time.monotonic() < deadline:
+            _settle(browser)
+            tip = browser.evaluate("(() => { const t = document.getElementById("
+                                   "window.unimapMap.tooltipId); return t.hidden ? '' : "
+                                   "t.innerText; })()")
+            if f"id: img-{i}\n" in tip:
+                break
+        assert f"id: img-{i}\n" in tip
+        assert f"label: {y[i]}" in tip and f"note: {EVIL}" in tip
+    assert browser.evaluate("window.__pwned") is None  # the text never ran as markup
+    browser.mouse_move(2, 790)  # far from every point: the tooltip goes away
+    _settle(browser)
+    _settle(browser)
+    assert browser.evaluate("document.getElementById('unimap-tooltip').hidden") is True
+    assert browser.errors() == []
+
+
+def test_colour_switch_zoom_and_pan(browser, digits_page):
+    path, _, _ = digits_page
+    browser.open(path)
+    browser.evaluate("(() => { const s = document.getElementById('unimap-color');"
+                     "s.value = 'ink'; s.dispatchEvent(new Event('change')); })()")
+    _settle(browser)
+    legend = browser.evaluate("document.getElementById('unimap-legend').innerText")
+    assert legend.startswith("ink") and "(" not in legend  # a colour bar, not categories
+    before = browser.evaluate("window.unimapMap.project(0)")
+    browser.send("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": 600, "y": 400,
+                                              "deltaX": 0, "deltaY": -400})
+    _settle(browser)
+    zoomed = browser.evaluate("window.unimapMap.project(0)")
+    # zooming in about (600, 400) moves the point away from it
+    assert abs(zoomed["x"] - 600) > 1.5 * abs(before["x"] - 600)
+    for kind, x in (("mousePressed", 500), ("mouseMoved", 560), ("mouseReleased", 560)):
+        browser.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": 400,
+                                                  "button": "left", "clickCount": 1})
+    _settle(browser)
+    panned = browser.evaluate("window.unimapMap.project(0)")
+    assert panned["x"] == pytest.approx(zoomed["x"] + 60, abs=1)
+    assert browser.errors() == []
+
+
+@pytest.mark.slow
+def test_a_million_points_load_and_stay_responsive(browser, tmp_path):
+    emb, labels = _clusters(1_000_000, 12)
+    path = save_html(tmp_path / "big.html", emb, labels=labels, columns={"x": emb[:, 0]})
+    assert path.stat().st_size < 20e6
+    seconds = browser.open(path)
+    assert seconds < 10 and browser.errors() == []
+    assert browser.evaluate("window.unimapMap.renderMs") < 1000
