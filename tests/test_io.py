@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import unimap
 from unimap.cli import main
 from unimap.io import read_table, write_embedding
 
@@ -263,6 +264,13 @@ def test_cli_reads_and_writes_every_format(tmp_path, table, capsys):
     assert main(["embed", str(tmp_path / "d.parquet"), "--label-column", "kind", "--method",
                  "pca", "-o", str(out), "--embedding", str(tmp_path / "e.csv"), "-q"]) == 0
     assert (tmp_path / "e.csv").read_text().startswith("pca1,pca2\n")
+    model = tmp_path / "m.unimap"
+    assert main(["embed", str(tmp_path / "d.parquet"), "--label-column", "kind", "--method",
+                 "pca", "-o", str(out), "--save-model", str(model), "-q"]) == 0
+    assert main(["transform", str(model), str(tmp_path / "d.parquet"), "--label-column",
+                 "kind", "-o", str(tmp_path / "t.parquet")]) == 0
+    placed = read_table(tmp_path / "t.parquet")[0]
+    np.testing.assert_allclose(placed, unimap.load(model).transform(X), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
