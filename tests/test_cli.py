@@ -24,7 +24,8 @@ def test_embed_csv_with_header_and_label_column(tmp_path, blobs):
     code = main(["embed", str(path), "-o", str(out), "--label-column", "kind",
                  "--embedding", str(emb_path), "--method", "pca"])
     assert code == 0
-    assert np.loadtxt(emb_path, delimiter=",").shape == (300, 2)
+    assert emb_path.read_text().splitlines()[0] == "pca1,pca2"  # a header, then the rows
+    assert np.loadtxt(emb_path, delimiter=",", skiprows=1).shape == (300, 2)
     Xr, labels = read_table(path, "kind")
     assert Xr.shape == (300, 8) and labels[0].startswith("type")
 
@@ -102,7 +103,7 @@ def test_save_model_then_transform_new_points(tmp_path, blobs):
                  "--n-epochs", "30", "--save-model", str(model_path)]) == 0
     out = tmp_path / "placed.csv"
     assert main(["transform", str(model_path), str(tmp_path / "new.npy"), "-o", str(out)]) == 0
-    placed = np.loadtxt(out, delimiter=",")
+    placed = np.loadtxt(out, delimiter=",", skiprows=1)  # below the header umap1,umap2
     expected = unimap.load(model_path).transform(X[250:])
     assert placed.shape == (50, 2)
     np.testing.assert_allclose(placed, expected, rtol=1e-5, atol=1e-4)  # %.6g in the CSV

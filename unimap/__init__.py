@@ -3,7 +3,8 @@
 The estimators (``PCA``, ``UMAP``, ``TSNE``, ``GDR``) and the submodules (``datasets``,
 ``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
 only loaded when a method that needs it is used. ``unimap.load`` reads a model written by
-``est.save`` (:mod:`unimap.persistence`).
+``est.save`` (:mod:`unimap.persistence`). ``unimap.io`` reads and writes tables (npy, npz,
+csv, parquet, h5ad); ``unimap.tl`` embeds AnnData objects scanpy style.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ _LAZY_ATTRS = {
     "load": "unimap.persistence",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
-                 "plotting"}
+                 "plotting", "io", "tl"}
 
-__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metrics", "__version__"]
+__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metrics", "io", "tl",
+           "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from unimap import datasets, metrics
+    from unimap import datasets, io, metrics, tl
     from unimap.methods.pca import PCA
     from unimap.methods.tsne import TSNE
     from unimap.methods.umap import UMAP

@@ -1,21 +1,21 @@
 """The ``unimap`` command.
 
-``unimap embed INPUT -o map.png`` reads a ``.npy`` or ``.csv`` table, or a built-in dataset
-(``digits``, ``mnist``, ``blobs``), embeds it and writes the embedding and a scatter plot (and
-the model with ``--save-model``). ``unimap transform MODEL INPUT -o out.npy`` places new points
-with a saved model. ``unimap evaluate DATA EMBEDDING`` scores an embedding with
-``unimap.metrics``. ``unimap plot EMBEDDING -o map.html`` draws an embedding (.png/.svg/.pdf,
-or an interactive offline .html map). ``unimap compare DATA --methods umap,tsne,gdr`` embeds
-with several methods and prints their time and quality beside a side-by-side figure. ``unimap
-info`` says what this installation has. Files are written atomically: a failed run leaves no
-partial output.
+``unimap embed INPUT -o map.png`` reads a table (``.npy``, ``.npz``, ``.csv``/``.tsv``,
+``.parquet``, ``.h5ad``; :func:`unimap.io.read_table`) or a built-in dataset (``digits``,
+``mnist``, ``blobs``), embeds it and writes the embedding (``.npy``, ``.csv``, ``.parquet``,
+``.h5ad``; or into the input ``.h5ad`` with ``--write-back``) and a scatter plot (and the model
+with ``--save-model``). ``unimap transform MODEL INPUT -o out.npy`` places new points with a
+saved model. ``unimap evaluate DATA EMBEDDING`` scores an embedding with ``unimap.metrics``.
+``unimap plot EMBEDDING -o map.html`` draws an embedding (.png/.svg/.pdf, or an interactive
+offline .html map). ``unimap compare DATA --methods umap,tsne,gdr`` embeds with several methods
+and prints their time and quality beside a side-by-side figure. ``unimap info`` says what this
+installation has. Files are written atomically: a failed run leaves no partial output.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import os
 import sys
@@ -23,8 +23,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from unimap._io import atomic_path
+from unimap.io import (
+    WRITE_FORMATS,
+    check_output_path,
+    column_names,
+    read_columns,
+    read_table,
+    write_embedding,
+)
 
 __all__ = ["main", "read_table", "UsageError"]
 
@@ -33,88 +42,28 @@ class UsageError(ValueError):
     """A command line that cannot work as given (exit status 2; other failures exit 1)."""
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def read_table(path: str | os.PathLike, label_column: str | None = None
-               ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Read a numeric table from ``.npy`` or ``.csv``/``.tsv``.
-
-    A CSV first row that is not all numbers is taken as a header. ``label_column`` (name or
-    0-based index) is split off as labels (any strings) and excluded from the features.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {path}")
-    if path.suffix == ".npy":
-        if label_column is not None:
-            raise ValueError("--label-column applies to CSV input; pass --labels FILE for .npy")
-        return np.load(path, allow_pickle=False), None
-    if path.suffix not in (".csv", ".tsv", ".txt"):
-        raise ValueError(f"unsupported input format {path.suffix!r}: use .npy or .csv")
-    delimiter = "\t" if path.suffix == ".tsv" else ","
-    with open(path, newline="") as fh:
-        rows = [row for row in csv.reader(fh, delimiter=delimiter) if row]
-    if not rows:
-        raise ValueError(f"{path} is empty")
-    header = None if all(_is_number(c) for c in rows[0]) else [c.strip() for c in rows[0]]
-    body = rows[1:] if header else rows
-    width = len(rows[0])
-    if any(len(r) != width for r in body):
-        raise ValueError(f"{path}: rows have different numbers of columns")
-    labels = None
-    columns = list(range(width))
-    if label_column is not None:
-        col = _column_index(label_column, header, width)
-        labels = np.array([r[col].strip() for r in body])
-        columns.remove(col)
-    try:
-        X = np.array([[float(r[c]) for c in columns] for r in body], dtype=np.float64)
-    except ValueError as exc:
-        raise ValueError(f"{path}: non-numeric value in a feature column ({exc}); "
-                         "use --label-column for a text column") from exc
-    if labels is not None and all(_is_number(v) for v in labels):
-        labels = labels.astype(np.float64)
-        if np.all(labels == np.round(labels)):
-            labels = labels.astype(np.int64)
-    return X, labels
-
-
-def _column_index(label_column: str, header: list[str] | None, width: int) -> int:
-    if header is not None and label_column in header:
-        return header.index(label_column)
-    if label_column.lstrip("-").isdigit():
-        col = int(label_column)
-        if -width <= col < width:
-            return col % width
-    raise ValueError(f"label column {label_column!r} not found")
-
-
 def _load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
     from unimap.datasets import BUILTIN, load_builtin
 
     if args.input in BUILTIN and not Path(args.input).exists():
+        if args.use_rep is not None:
+            raise UsageError("--use-rep applies to .h5ad and .npz input, not a built-in dataset")
         X, y = load_builtin(args.input)
         return X, y, args.input
-    X, labels = read_table(args.input, args.label_column)
+    X, labels = read_table(args.input, args.label_column, use_rep=args.use_rep)
     if args.labels:
         labels = np.load(args.labels, allow_pickle=False) if args.labels.endswith(".npy") \
             else read_table(args.labels)[0].ravel()
     return X, labels, Path(args.input).stem
 
 
-def _atomic_save_array(path: Path, array: np.ndarray) -> None:
-    with atomic_path(path) as tmp:
-        if path.suffix == ".csv":
-            np.savetxt(tmp, array, delimiter=",", fmt="%.6g")
-        else:
-            with open(tmp, "wb") as fh:
-                np.save(fh, array)
+def _output_path(path: str, option: str) -> Path:
+    """An output file's path, its format checked (a UsageError) and its library present
+    (an ImportError naming the extra) before any work is done."""
+    if Path(path).suffix.lower() not in WRITE_FORMATS:
+        raise UsageError(f"{option} must end in {', '.join(WRITE_FORMATS)}, got "
+                         f"{Path(path).name!r}")
+    return check_output_path(path)
 
 
 # Which options each method takes; giving another is an error, not silently ignored.
@@ -154,24 +103,37 @@ def _embed(args) -> int:
     out_png = Path(args.output)
     if out_png.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise UsageError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
-    out_emb = Path(args.embedding) if args.embedding else out_png.with_suffix(".npy")
-    if out_emb.suffix not in (".npy", ".csv"):
-        raise UsageError(f"--embedding must end in .npy or .csv, got {out_emb.name!r}")
+    if args.write_back and Path(args.input).suffix.lower() != ".h5ad":
+        raise UsageError(f"--write-back needs an .h5ad input, got {args.input!r}")
+    out_emb = None if args.write_back and not args.embedding else _output_path(
+        args.embedding or str(out_png.with_suffix(".npy")), "--embedding")
+    if args.write_back:
+        check_output_path(args.input)  # anndata is there (it read the input too)
     X, labels, name = _load_input(args)
     start = time.perf_counter()
     estimator = _make_estimator(args)
     embedding = estimator.fit_transform(X)
     elapsed = time.perf_counter() - start
+    from unimap._anndata import fit_record
     from unimap.plotting import save_scatter
 
+    key = args.method.replace("-", "_")
+    record = fit_record(estimator, args.method, **(
+        {"use_rep": args.use_rep} if args.use_rep else {}))
     title = f"{args.method.upper()} of {name} ({X.shape[0]:,} × {X.shape[1]})"
+    files = []
     with contextlib.ExitStack() as stack:
         # The model is renamed into place only once the plot and the embedding are written.
         if args.save_model:
             estimator.save(stack.enter_context(atomic_path(args.save_model)))
         save_scatter(out_png, embedding, labels, title=title)
-        _atomic_save_array(out_emb, embedding)
-    files = [str(out_emb), str(out_png)] + ([args.save_model] if args.save_model else [])
+        if out_emb is not None:
+            files.append(str(write_embedding(out_emb, embedding, name=key, params=record)))
+        files.append(str(out_png))
+        if args.write_back:
+            write_embedding(args.input, embedding, name=key, params=record)
+            files.append(f"{args.input} (obsm['X_{key}'], uns['{key}'])")
+    files += [args.save_model] if args.save_model else []
     if args.json:
         print(json.dumps(_summary(estimator, X, elapsed, files), indent=2, default=str))
     elif not args.quiet:
@@ -197,16 +159,14 @@ def _summary(estimator, X, seconds: float, files: list[str]) -> dict:
 def _transform(args) -> int:
     import unimap
 
-    out = Path(args.output)
-    if out.suffix not in (".npy", ".csv"):
-        raise UsageError(f"--output must end in .npy or .csv, got {out.name!r}")
+    out = _output_path(args.output, "--output")
     if not Path(args.model).is_file():
         raise FileNotFoundError(f"no model file {args.model!r}")
     model = unimap.load(args.model)
     X, _, _ = _load_input(args)
     start = time.perf_counter()
     embedding = model.transform(X)
-    _atomic_save_array(out, embedding)
+    write_embedding(out, embedding, name=type(model).__name__.lower())
     print(f"placed {X.shape[0]} points with {type(model).__name__} in "
           f"{time.perf_counter() - start:.2f}s; wrote {out}")
     return 0
@@ -215,8 +175,14 @@ def _transform(args) -> int:
 def _evaluate(args) -> int:
     from unimap import metrics
 
+    if args.embedding.lower().endswith(".h5ad") and args.embedding_rep is None:
+        raise UsageError("an .h5ad embedding needs --embedding-rep KEY (e.g. X_umap)")
     X, labels, _ = _load_input(args)
-    embedding = _read_embedding(args.embedding)
+    embedding = _read_embedding(args.embedding, args.embedding_rep)
+    if sp.issparse(X):
+        X = X.toarray()
+    if sp.issparse(embedding):
+        embedding = embedding.toarray()
     if embedding.shape[0] != X.shape[0]:
         raise ValueError(f"the data has {X.shape[0]} rows but the embedding has "
                          f"{embedding.shape[0]}; they must correspond row for row")
@@ -244,12 +210,10 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _read_embedding(path: str) -> np.ndarray:
+def _read_embedding(path: str, use_rep: str | None) -> np.ndarray:
     if not Path(path).is_file():
         raise FileNotFoundError(f"no embedding file {path!r}")
-    if path.endswith(".npy"):
-        return np.load(path, allow_pickle=False)
-    return read_table(path)[0]
+    return read_table(path, use_rep=use_rep)[0]
 
 
 def _info(args) -> int:
@@ -267,7 +231,9 @@ def _info(args) -> int:
 
     core = ("numpy", "scipy", "numba", "scikit-learn", "faiss-cpu")
     optional = {"matplotlib": "plots (extra 'plot')", "pandas": "DataFrame output",
-                "pynndescent": "knn_method='nndescent' (extra 'nndescent')"}
+                "pynndescent": "knn_method='nndescent' (extra 'nndescent')",
+                "pyarrow": "Parquet files (extra 'io')",
+                "anndata": ".h5ad files, AnnData input (extra 'anndata')"}
     info = {
         "unimap": version("unimap"), "python": platform.python_version(),
         "platform": platform.platform(), "cpus": os.cpu_count(),
@@ -290,6 +256,12 @@ def _info(args) -> int:
     return 0
 
 
+_USE_REP_HELP = ("the data of an .h5ad: X or an obsm key (default X_pca when present, else X); "
+                 "of an .npz: the array's name")
+_LABEL_HELP = ("labels: a CSV column (name or 0-based index), a Parquet column, an .h5ad obs "
+               "column, or an .npz array")
+
+
 # ---- unimap plot ----
 
 _PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".html")
@@ -297,58 +269,6 @@ _PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".html")
 
 def _split_names(text: str | None) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()] if text else []
-
-
-def _table_column_names(path: Path) -> list[str]:
-    """The column names of a ``--data`` table: its CSV header, else "0", "1", ..."""
-    if not path.is_file():
-        raise FileNotFoundError(f"--data file not found: {path}")
-    if path.suffix not in (".npy", ".csv", ".tsv", ".txt"):
-        raise ValueError(f"unsupported --data format {path.suffix!r}: use .csv, .tsv or .npy")
-    if path.suffix == ".npy":
-        array = np.load(path, allow_pickle=False, mmap_mode="r")
-        return [str(i) for i in range(array.shape[1] if array.ndim == 2 else 1)]
-    with open(path, newline="") as fh:
-        first = next(csv.reader(fh, delimiter="\t" if path.suffix == ".tsv" else ","), [])
-    if all(_is_number(c) for c in first):
-        return [str(i) for i in range(len(first))]
-    return [c.strip() for c in first]
-
-
-def _read_data_columns(path: str, names: list[str]) -> dict[str, np.ndarray]:
-    """Columns ``names`` of the ``--data`` table: numbers as numbers, anything else as text.
-
-    The same files as :func:`read_table` (.npy, or .csv/.tsv/.txt with an optional header), but
-    any number of text columns. (To be replaced by the table reader of the coming
-    ``unimap.io``.)
-    """
-    table = Path(path)
-    available = _table_column_names(table)
-    missing = [name for name in names if name not in available]
-    if missing:
-        raise ValueError(f"--data {table.name} has no column {', '.join(map(repr, missing))}; "
-                         f"its columns: {', '.join(available)}")
-    if table.suffix == ".npy":
-        array = np.load(table, allow_pickle=False)
-        array = array.reshape(-1, 1) if array.ndim == 1 else array
-        return {name: array[:, int(name)] for name in names}
-    with open(table, newline="") as fh:
-        rows = [r for r in csv.reader(fh, delimiter="\t" if table.suffix == ".tsv" else ",")
-                if r]
-    has_header = not all(_is_number(c) for c in rows[0])
-    body = rows[1:] if has_header else rows
-    if any(len(r) != len(available) for r in body):
-        raise ValueError(f"{table}: rows have different numbers of columns")
-    columns = {}
-    for name in names:
-        index = available.index(name)
-        text = np.array([r[index].strip() for r in body])
-        columns[name] = text
-        if all(_is_number(v) for v in text):
-            values = text.astype(np.float64)
-            integral = np.isfinite(values).all() and np.all(values == np.round(values))
-            columns[name] = values.astype(np.int64) if integral else values
-    return columns
 
 
 def _read_labels_file(path: str) -> np.ndarray:
@@ -371,7 +291,7 @@ def _plot(args) -> int:
         raise UsageError("--hover and --id-column name columns of --data TABLE")
     if args.color_by and not (args.data or args.labels):
         raise UsageError("--color-by names a column of --data TABLE (or 'label' with --labels)")
-    embedding = _read_embedding(args.embedding)
+    embedding = _read_embedding(args.embedding, None)
     if embedding.ndim != 2 or embedding.shape[1] < 2:
         raise ValueError(f"{args.embedding}: an embedding needs at least 2 columns, got shape "
                          f"{embedding.shape}")
@@ -383,8 +303,8 @@ def _plot(args) -> int:
         wanted = [name for name in dict.fromkeys([*hover, args.color_by, args.id_column])
                   if name and not (name == "label" and args.labels)]
         if suffix == ".html" and not hover:  # the table's columns, up to 12
-            wanted = list(dict.fromkeys([*wanted, *_table_column_names(Path(args.data))]))[:12]
-        columns.update(_read_data_columns(args.data, wanted))
+            wanted = list(dict.fromkeys([*wanted, *column_names(args.data)]))[:12]
+        columns.update(read_columns(args.data, wanted))
     for name, values in columns.items():
         if len(values) != n:
             raise ValueError(f"column {name!r} has {len(values)} rows but the embedding has "
@@ -480,15 +400,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unimap", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     embed = sub.add_parser("embed", help="embed a table or built-in dataset, write a plot")
-    embed.add_argument("input", help="a .npy/.csv file, or a built-in dataset: digits, mnist, "
-                       "blobs")
+    embed.add_argument("input", help="a .npy/.npz/.csv/.tsv/.parquet/.h5ad file, or a built-in "
+                       "dataset: digits, mnist, blobs")
     embed.add_argument("-o", "--output", default="unimap.png", help="plot file (.png/.pdf/.svg)")
-    embed.add_argument("--embedding", help="embedding file (.npy or .csv); default: the plot's "
-                       "name with .npy")
+    embed.add_argument("--embedding", help="embedding file (.npy, .csv, .tsv, .parquet or "
+                       ".h5ad); default: the plot's name with .npy (none with --write-back)")
+    embed.add_argument("--write-back", action="store_true",
+                       help="write the embedding into the input .h5ad: obsm['X_<method>'] and "
+                       "the parameters in uns['<method>'] (the file is rewritten atomically)")
+    embed.add_argument("--use-rep", help=_USE_REP_HELP)
     embed.add_argument("--method", choices=tuple(_METHOD_OPTIONS), default="umap",
                        help="umap (default), tsne, gdr (UMAP-like), gdr-tsne (GDR's t-SNE-like "
                        "normalized mode) or pca")
-    embed.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    embed.add_argument("--label-column", help=_LABEL_HELP)
     embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
     embed.add_argument("--n-neighbors", type=int, help="umap, gdr (default 15)")
     embed.add_argument("--n-components", type=int, default=2)
@@ -508,16 +432,23 @@ def build_parser() -> argparse.ArgumentParser:
                        "unimap.load; for 'unimap transform')")
     transform = sub.add_parser("transform", help="place new points with a saved model")
     transform.add_argument("model", help="a file written by --save-model or est.save")
-    transform.add_argument("input", help="a .npy/.csv file, or a built-in dataset")
+    transform.add_argument("input", help="a .npy/.npz/.csv/.tsv/.parquet/.h5ad file, or a "
+                           "built-in dataset")
     transform.add_argument("-o", "--output", default="transformed.npy",
-                           help="embedding of the new points (.npy or .csv)")
-    transform.add_argument("--label-column", help="CSV column (name or index) to leave out")
+                           help="embedding of the new points (.npy, .csv, .tsv, .parquet or "
+                           ".h5ad)")
+    transform.add_argument("--label-column", help="a label column to leave out (CSV, Parquet)")
+    transform.add_argument("--use-rep", help=_USE_REP_HELP)
     transform.set_defaults(labels=None)
     evaluate = sub.add_parser("evaluate", help="score an embedding of a data set "
                               "(unimap.metrics; labels add the 10-NN accuracy)")
-    evaluate.add_argument("input", help="the data: a .npy/.csv file, or a built-in dataset")
-    evaluate.add_argument("embedding", help="its embedding, row for row (.npy or .csv)")
-    evaluate.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    evaluate.add_argument("input", help="the data: a .npy/.npz/.csv/.tsv/.parquet/.h5ad file, "
+                          "or a built-in dataset")
+    evaluate.add_argument("embedding", help="its embedding, row for row (any input format)")
+    evaluate.add_argument("--label-column", help=_LABEL_HELP)
+    evaluate.add_argument("--use-rep", help=_USE_REP_HELP)
+    evaluate.add_argument("--embedding-rep", help="the obsm key of an .h5ad embedding "
+                          "(e.g. X_umap), or the array of an .npz one")
     evaluate.add_argument("--labels", help="a .npy/.csv file of labels")
     evaluate.add_argument("--n-neighbors", type=int, default=15)
     evaluate.add_argument("--sample-size", type=int, default=2000,
@@ -543,13 +474,15 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     compare = sub.add_parser("compare", help="embed one data set with several methods (same "
                              "seed): a side-by-side figure and a table of time and quality")
-    compare.add_argument("input", help="a .npy/.csv file, or a built-in dataset")
+    compare.add_argument("input", help="a table (.npy, .npz, .csv, .tsv, .parquet, .h5ad), or "
+                         "a built-in dataset")
+    compare.add_argument("--use-rep", help=_USE_REP_HELP)
     compare.add_argument("--methods", default="umap,tsne,gdr",
                          help=f"comma-separated, of {', '.join(_METHOD_OPTIONS)} "
                          "(default umap,tsne,gdr)")
     compare.add_argument("-o", "--output", default="compare.png",
                          help="the figure (.png/.svg/.pdf)")
-    compare.add_argument("--label-column", help="CSV column (name or index) holding labels")
+    compare.add_argument("--label-column", help=_LABEL_HELP)
     compare.add_argument("--labels", help="a .npy/.csv file of labels (adds 10-NN accuracy)")
     compare.add_argument("--n-epochs", type=int, help="epochs or iterations of every method "
                          "but pca; default: each method's")

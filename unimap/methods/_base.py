@@ -192,7 +192,8 @@ class NeighborEmbedding(UnimapEstimator):
     # -- public API ------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> NeighborEmbedding:
         """Embed ``X`` of shape (n_samples, n_features), or (n, n) distances if
-        ``metric="precomputed"``. Returns ``self``.
+        ``metric="precomputed"``; an AnnData gives its ``obsm["X_pca"]``, else its ``X``.
+        Returns ``self``.
 
         The fitted attributes are set together at the end: a fit that fails (or is
         interrupted) leaves the estimator as it was.
@@ -200,7 +201,7 @@ class NeighborEmbedding(UnimapEstimator):
         clock = PhaseTimer(self._log)
         self._validate_params()
         names = SimpleNamespace()
-        self._record_feature_names(X, names)
+        X = self._fit_input(X, names)
         copy = input_copy_estimate(X)
         if copy is not None:
             check_memory(copy, self.max_memory, type(self).__name__)
@@ -271,8 +272,7 @@ class NeighborEmbedding(UnimapEstimator):
         self._check_fitted()
         if self._index is None:
             raise ValueError("transform is unavailable when fitted with precomputed_knn")
-        self._check_feature_names(X)
-        X = check_method_input(X, self.metric, square=False)
+        X = check_method_input(self._new_input(X), self.metric, square=False)
         n_train = self.embedding_.shape[0]
         self._check_n_features(X, n_train if self.metric == "precomputed"
                                else self.n_features_in_)

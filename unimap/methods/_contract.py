@@ -13,6 +13,8 @@ already in use (its tags, its global ``set_output`` config, its ``NotFittedError
   ``fit_transform`` of every subclass (as ``sklearn.utils._set_output`` does);
 - ``feature_names_in_`` from a DataFrame's string columns, checked again in ``transform``,
   and ``get_feature_names_out`` (``umap0``, ``umap1``, ...);
+- AnnData input (``obsm["X_pca"]``, else ``X`` with ``var_names`` as feature names), turned
+  into its matrix in one place (``_fit_input`` / ``_new_input``, :mod:`unimap._anndata`);
 - ``__sklearn_tags__`` and ``__sklearn_is_fitted__``.
 
 ``clone``, ``Pipeline``, ``GridSearchCV`` and ``check_estimator`` work on it (tested in
@@ -116,22 +118,33 @@ class EstimatorContract:
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, self._fitted_attribute)
 
-    def _record_feature_names(self, X: Any, fit: Any) -> None:
-        """Store a DataFrame's string column names as ``feature_names_in_`` on ``fit``."""
-        names = _feature_names(X)
+    def _fit_input(self, X: Any, fit: Any) -> Any:
+        """The data of ``fit``: an AnnData's representation (:mod:`unimap._anndata`: its
+        ``obsm["X_pca"]``, else ``X``), anything else as given. Feature names (a DataFrame's
+        string columns, an AnnData's ``var_names`` when its ``X`` is used) are stored as
+        ``feature_names_in_`` on ``fit``."""
+        X, names = _unwrap(X)
         if names is not None:
             fit.feature_names_in_ = names
+        return X
 
-    def _check_feature_names(self, X: Any) -> None:
+    def _new_input(self, X: Any) -> Any:
+        """The data of ``transform``, unwrapped as in :meth:`_fit_input`, its feature names
+        checked against those of fit by scikit-learn's rules."""
+        X, names = _unwrap(X)
+        self._check_feature_names(names)
+        return X
+
+    def _check_feature_names(self, names: np.ndarray | None) -> None:
         """scikit-learn's rules for the column names of new data against those of fit."""
-        fitted, names = getattr(self, "feature_names_in_", None), _feature_names(X)
+        fitted = getattr(self, "feature_names_in_", None)
         name = type(self).__name__
         if fitted is None and names is not None:
             warnings.warn(f"X has feature names, but {name} was fitted without feature names",
-                          UserWarning, stacklevel=3)
+                          UserWarning, stacklevel=4)
         elif fitted is not None and names is None:
             warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
-                          "feature names", UserWarning, stacklevel=3)
+                          "feature names", UserWarning, stacklevel=4)
         elif fitted is not None and (len(fitted) != len(names)
                                      or np.any(fitted != names)):
             raise ValueError("The feature names should match those that were passed during "
@@ -170,11 +183,15 @@ class EstimatorContract:
             kind = sys.modules["sklearn"].get_config().get("transform_output", "default")
         if kind in (None, "default") or not isinstance(out, np.ndarray):
             return out
+        from unimap._anndata import is_anndata
+
         columns = list(self.get_feature_names_out())
         if kind == "pandas":
             import pandas as pd
 
             index = X.index if isinstance(X, pd.DataFrame) else None
+            if index is None and is_anndata(X):
+                index = X.obs_names
             return pd.DataFrame(out, columns=columns, index=index, copy=False)
         import polars as pl
 
@@ -187,6 +204,18 @@ class EstimatorContract:
         return Tags(estimator_type=None, target_tags=TargetTags(required=False),
                     transformer_tags=TransformerTags(preserves_dtype=["float32"]),
                     input_tags=InputTags(sparse=True))
+
+
+def _unwrap(X: Any) -> tuple[Any, np.ndarray | None]:
+    """``(data, feature names or None)`` of an estimator's input (see ``_fit_input``)."""
+    from unimap._anndata import is_anndata
+
+    if is_anndata(X):
+        from unimap._anndata import representation
+
+        data, names, _ = representation(X)
+        return data, names
+    return X, _feature_names(X)
 
 
 def _feature_names(X: Any) -> np.ndarray | None:

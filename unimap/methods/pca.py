@@ -92,7 +92,8 @@ class PCA(UnimapEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> PCA:
-        """Fit the model on ``X`` of shape (n_samples, n_features). Returns ``self``."""
+        """Fit the model on ``X`` of shape (n_samples, n_features) (an AnnData gives its
+        ``obsm["X_pca"]``, else its ``X``). Returns ``self``."""
         self._fit(X)
         return self
 
@@ -103,8 +104,7 @@ class PCA(UnimapEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` of shape (m, n_features) onto the components: (m, n_components)."""
         self._check_fitted()
-        self._check_feature_names(X)
-        X = _check_input(X)
+        X = _check_input(self._new_input(X))
         self._check_n_features(X, self.n_features_in_)
         return project(X, self._axes, self.whiten)
 
@@ -135,8 +135,7 @@ class PCA(UnimapEstimator):
         start = time.perf_counter()
         self._validate_params()
         names = SimpleNamespace()
-        self._record_feature_names(X, names)
-        X = _check_input(X)
+        X = _check_input(self._fit_input(X, names))
         n, d = X.shape
         k = check_int(self.n_components, "n_components", 1, min(n, d))
         solver = self.svd_solver
