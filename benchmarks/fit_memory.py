@@ -74,10 +74,10 @@ def measure(method: str, n: int, source: str) -> dict:
     timed_phase = _base.PhaseTimer.phase
 
     @contextmanager
-    def measured_phase(self, name, detail=None):
+    def measured_phase(self, name, detail=None, progress=None):
         _reset_high_water_mark()
         tracemalloc.reset_peak()
-        with timed_phase(self, name, detail):
+        with timed_phase(self, name, detail, progress):
             yield
         traced_peak = tracemalloc.get_traced_memory()[1]
         phases[name] = {"rss_peak_mb": round((_status_bytes("VmHWM:") - base["rss"]) / MiB),
@@ -101,7 +101,9 @@ def table(out: Path | None) -> None:
     rows = []
     for method, n, source in TABLE:
         proc = subprocess.run([sys.executable, "-W", "ignore", __file__, method, str(n), source],
-                              capture_output=True, text=True, check=True)
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"{method} {n} {source} failed:\n{proc.stderr[-3000:]}")
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
         print(json.dumps(rows[-1]), flush=True)
     lines = ["| method | data | kNN | fit s | measured peak MiB | estimate MiB | estimate/peak "

@@ -125,3 +125,16 @@ def test_tsne_fft_grid_is_counted():
 def test_verbose_prints_the_estimate(blobs, capsys):
     unimap.GDR(n_epochs=5, random_state=0, verbose=True).fit(blobs[:300])
     assert "memory: about" in capsys.readouterr().out
+
+
+def test_cli_max_memory(tmp_path, blobs):
+    from unimap.cli import main
+
+    data = tmp_path / "x.npy"
+    np.save(data, blobs[:400])
+    out = tmp_path / "map.png"
+    assert main(["embed", str(data), "-o", str(out), "--max-memory", "1MB", "-q"]) == 1
+    assert not out.exists()
+    assert main(["embed", str(data), "-o", str(out), "--max-memory", "none", "-q",
+                 "--n-epochs", "10"]) == 0
+    assert out.exists()

@@ -11,6 +11,7 @@ and the likely causes, so a run never ends with a silent NaN embedding.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +31,14 @@ class FiniteGuard:
         Named in the error (``"UMAP"``, ``"TSNE"``, ``"GDR"``, ``"UMAP.transform"``, ...).
     causes : str
         The likely causes and remedies for this method, appended to the error message.
+    progress : ProgressBar, optional
+        Advanced to ``epoch + 1`` by every check: the guard is the optimizers' per-epoch hook.
     """
 
-    def __init__(self, method: str, causes: str) -> None:
+    def __init__(self, method: str, causes: str, progress: Any = None) -> None:
         self.method = method
         self.causes = causes
+        self.progress = progress  # a ProgressBar over the epochs, advanced by each check
 
     def check(self, epoch: int, embedding: np.ndarray, row_ids: np.ndarray | None = None,
               **others: object) -> None:
@@ -49,6 +53,8 @@ class FiniteGuard:
                 self._fail(epoch, name, value, row_ids)
         if not _finite(embedding):
             self._fail(epoch, "the embedding", embedding, row_ids)
+        if self.progress is not None:
+            self.progress.advance_to(epoch + 1)
 
     def _fail(self, epoch: int, what: str, value: object, row_ids: np.ndarray | None) -> None:
         where = ""

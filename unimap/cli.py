@@ -89,7 +89,11 @@ def _make_estimator(args):
     common = {"n_components": args.n_components, "random_state": args.random_state}
     if args.method == "pca":
         return unimap.PCA(**common)
-    common.update(n_jobs=args.n_jobs, verbose=args.verbose)
+    # progress bars and phase lines on a terminal, or anywhere with -v (never with -q/--json)
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    max_memory = getattr(args, "max_memory", "available")
+    common.update(n_jobs=args.n_jobs, verbose=args.verbose or (sys.stderr.isatty() and not quiet),
+                  max_memory=None if max_memory.lower() == "none" else max_memory)
     if args.method == "tsne" and "n_epochs" in options:
         options["n_iter"] = options.pop("n_epochs")
     if args.method == "umap":
@@ -353,7 +357,7 @@ def _compare(args) -> int:
     embeddings, rows = {}, []
     for method in methods:
         options = Namespace(method=method, n_components=2, random_state=seed,
-                            n_jobs=args.n_jobs, verbose=False, n_neighbors=None,
+                            n_jobs=args.n_jobs, verbose=False, quiet=True, n_neighbors=None,
                             min_dist=None, perplexity=None, metric=None,
                             n_epochs=None if method == "pca" else args.n_epochs)
         estimator = _make_estimator(options)
@@ -423,8 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "iterations (tsne); default: the method's")
     embed.add_argument("--random-state", type=int, default=0)
     embed.add_argument("--n-jobs", type=int, default=-1)
+    embed.add_argument("--max-memory", default="available",
+                       help="refuse a fit whose estimated peak memory exceeds this: 'available' "
+                       "(default), a size such as 8GB, or 'none' (no check)")
     output = embed.add_mutually_exclusive_group()
-    output.add_argument("-v", "--verbose", action="store_true", help="phase by phase progress")
+    output.add_argument("-v", "--verbose", action="store_true",
+                        help="phase lines and progress bars (the default on a terminal)")
     output.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     output.add_argument("--json", action="store_true",
                         help="print a machine-readable summary (timings, parameters, files)")

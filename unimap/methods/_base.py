@@ -34,6 +34,7 @@ from unimap._params import (
     Seed,
     validate_params,
 )
+from unimap._progress import ProgressBar
 from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
@@ -57,7 +58,8 @@ class PhaseTimer:
     >>> with clock.phase("neighbors", lambda: "exact"):
     ...     pass  # doctest: +ELLIPSIS
     neighbors (exact): 0.00s
-    >>> sorted(clock.finish())
+    >>> sorted(clock.finish())  # doctest: +ELLIPSIS
+    done in ...
     ['neighbors', 'total']
     """
 
@@ -67,19 +69,29 @@ class PhaseTimer:
         self.timings: dict[str, float] = {}
 
     @contextmanager
-    def phase(self, name: str, detail: Callable[[], str] | None = None) -> Iterator[None]:
+    def phase(self, name: str, detail: Callable[[], str] | None = None,
+              progress: ProgressBar | None = None) -> Iterator[None]:
         """Time the body as phase ``name``; ``detail()`` (called after the body, so it can
-        report what the body resolved) is shown in brackets in the log line."""
+        report what the body resolved) is shown in brackets in the log line. ``progress``
+        (a bar over the phases) names the running phase and advances when it ends."""
+        if progress is not None:
+            progress.describe(name)
         tic = time.perf_counter()
         yield
         elapsed = time.perf_counter() - tic
         self.timings[name] = elapsed
+        if progress is not None:
+            progress.advance_to(len(self.timings))
         extra = f" ({detail()})" if detail is not None else ""
         self._log(f"{name}{extra}: {elapsed:.2f}s")
 
     def finish(self) -> dict[str, float]:
-        """The phases' seconds plus ``total`` since the timer was made."""
-        self.timings["total"] = time.perf_counter() - self._start
+        """The phases' seconds plus ``total`` since the timer was made (and a summary line
+        to the log)."""
+        self.timings["total"] = total = time.perf_counter() - self._start
+        shares = ", ".join(f"{name} {seconds / total:.0%}" for name, seconds
+                           in self.timings.items() if name != "total" and total > 0)
+        self._log(f"done in {total:.2f}s ({shares})")
         return dict(self.timings)
 
 
@@ -214,16 +226,21 @@ class NeighborEmbedding(UnimapEstimator):
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
         fit.memory_estimate_ = self._check_memory(fit, X)
-        with numba_threads(resolve_n_jobs(self.n_jobs)):
-            with clock.phase("neighbors", lambda: fit.knn_method_):
+        name = type(self).__name__
+        with numba_threads(resolve_n_jobs(self.n_jobs)), \
+                ProgressBar(self.verbose, 4, name, unit="phase") as phases:
+            with clock.phase("neighbors", lambda: fit.knn_method_, phases):
                 fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, streams.neighbors)
-            with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges"):
+            with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges", phases):
                 fit.graph_ = self._affinities(fit, fit.knn_indices_, fit.knn_dists_)
-            with clock.phase("init", lambda: fit.init_info_["method"]):
+            with clock.phase("init", lambda: fit.init_info_["method"], phases):
                 init = self._initialize(fit, X, streams.init)
-            with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs"):
+            with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs", phases), \
+                    ProgressBar(self.verbose, fit.n_epochs_, "epochs", "epoch", 1) as epochs:
+                fit._epochs = epochs
                 embedding = self._optimize(fit, init, streams.optimize)
-        fit.embedding_ = check_embedding_finite(embedding, type(self).__name__)
+        del fit._epochs
+        fit.embedding_ = check_embedding_finite(embedding, name)
         fit.timings_ = clock.finish()
         self.__dict__.pop("feature_names_in_", None)  # a refit without names drops them
         self.__dict__.update(vars(fit))
@@ -313,7 +330,8 @@ class NeighborEmbedding(UnimapEstimator):
         estimate.phases["affinities"] = knn_kept + edges * affinity_peak
         estimate.advice["affinities"] = smaller_k
         kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
-        spectral = edges * mem.SPECTRAL_INIT_BYTES if fit.init_ == "spectral" else 0
+        spectral_init = isinstance(fit.init_, str) and fit.init_ == "spectral"
+        spectral = edges * mem.SPECTRAL_INIT_BYTES if spectral_init else 0
         estimate.phases["init"] = kept + spectral
         estimate.advice["init"] = "init='pca'" if spectral else smaller_k
         estimate.phases["optimize"] = kept + profile.optimizer_bytes
@@ -322,6 +340,13 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _memory_profile(self, fit: SimpleNamespace, n: int) -> MemoryProfile:
         raise NotImplementedError
+
+    def _epoch_guard(self, fit: SimpleNamespace, causes: str, name: str | None = None):
+        """The optimizer's per-epoch hook: the finiteness guard, advancing the epoch bar."""
+        from unimap._guards import FiniteGuard
+
+        return FiniteGuard(name or type(self).__name__, causes,
+                           getattr(fit, "_epochs", None))
 
     def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""

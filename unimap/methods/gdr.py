@@ -382,14 +382,14 @@ class GDR(NeighborEmbedding):
         edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
                                                    fit.symmetrization_ == "none")
         weight = self.repulsion_strength * fit.mean_weight_ * _REPULSION_RATE / fit.n_negatives_
-        from unimap._guards import UMAP_CAUSES, FiniteGuard
+        from unimap._guards import UMAP_CAUSES
 
         return full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
                                seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
-                               weight, guard=FiniteGuard("GDR", UMAP_CAUSES))
+                               weight, guard=self._epoch_guard(fit, UMAP_CAUSES))
 
     def _optimize_normalized(self, fit, init, seed):
-        from unimap._guards import TSNE_CAUSES, FiniteGuard
+        from unimap._guards import TSNE_CAUSES
         from unimap._threads import adaptive_threads
         from unimap.forces import SampledForces, gdr_edge_arrays
         from unimap.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
@@ -421,7 +421,7 @@ class GDR(NeighborEmbedding):
         Y, _ = gradient_descent(np.array(init[order], dtype=np.float32), forces, phases,
                                 MIN_GAIN, None, MAX_STEP_NORM, center_every=_CENTER_EVERY,
                                 threads=adaptive_threads(n),
-                                guard=FiniteGuard("GDR(normalized=True)", TSNE_CAUSES),
+                                guard=self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)"),
                                 row_ids=order)
         fit.z_ = forces.z
         embedding = np.empty_like(Y)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from unimap import placement
-from unimap._guards import TSNE_CAUSES, FiniteGuard
+from unimap._guards import TSNE_CAUSES
 from unimap._params import (
     AnyOf,
     ArrayLike,
@@ -268,7 +268,7 @@ default="pca"
             init.astype(np.float64), forces, phases, self.min_gain, self.max_grad_norm,
             self.max_step_norm, callback=self.callback, callback_every=self.callback_every,
             threads=adaptive_threads(init.shape[0]), log=self._log if self.verbose else None,
-            guard=FiniteGuard("TSNE", TSNE_CAUSES))
+            guard=self._epoch_guard(fit, TSNE_CAUSES))
         fit.kl_divergence_ = forces.loss(Y)
         return Y.astype(np.float32)
 

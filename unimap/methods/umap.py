@@ -225,13 +225,13 @@ default="spectral"
         from unimap.optimize import umap_sgd
 
         graph = fit.__dict__.pop("_pruned")  # not kept: graph_ holds the full graph
-        from unimap._guards import UMAP_CAUSES, FiniteGuard
+        from unimap._guards import UMAP_CAUSES
 
         return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
                         learning_rate=self.learning_rate,
                         repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate,
-                        guard=FiniteGuard("UMAP", UMAP_CAUSES))
+                        guard=self._epoch_guard(fit, UMAP_CAUSES))
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to
