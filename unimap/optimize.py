@@ -203,6 +203,7 @@ def full_batch_umap(
     n_negatives: float,
     repulsion_weight: float,
     guard: Any = None,
+    row_ids: np.ndarray | None = None,
 ) -> np.ndarray:
     """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
 
@@ -210,7 +211,8 @@ def full_batch_umap(
     each of weight ``repulsion_weight``, from the epoch's positions; the clipped sum moves it
     by a heavy-ball step of size ``learning_rate``, decayed linearly to 0
     (:func:`unimap._kernels.gdr.umap_epoch`). ``edges``, ``transposed`` and
-    ``attraction_scale`` are :func:`unimap.forces.gdr_edge_arrays`'s.
+    ``attraction_scale`` are :func:`unimap.forces.gdr_edge_arrays`'s. ``row_ids[r]`` is the
+    input row of row ``r`` when the points were relabelled (named in a guard's error).
 
     Returns
     -------
@@ -235,5 +237,5 @@ def full_batch_umap(
         threads.end_epoch()
         Y, Y_next = Y_next, Y
         if guard is not None:
-            guard.check(epoch, Y, **{"the forces": F})
+            guard.check(epoch, Y, row_ids, **{"the forces": F})
     return Y

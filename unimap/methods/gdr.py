@@ -43,6 +43,7 @@ __all__ = ["GDR"]
 _UMAP_LR = 0.1
 _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
+LOCALITY_MIN_ROWS = 200_000  # GDR(): relabel points for memory locality from here on
 _REPULSION_RATE = 5.0  # ν: an edge repels like UMAP's 5 negatives of weight γ·p̄
 _TSNE_EPOCHS = 600  # 100 of early exaggeration, then 500
 _TSNE_EE_ITER = 100
@@ -376,17 +377,31 @@ class GDR(NeighborEmbedding):
     def _optimize(self, fit, init, seed):
         if self.normalized:
             return self._optimize_normalized(fit, init, seed)
+        from unimap._guards import UMAP_CAUSES
         from unimap.forces import gdr_edge_arrays
         from unimap.optimize import full_batch_umap
+        from unimap.ordering import morton_order
 
+        # Large inputs: points relabelled along a Z-order curve of their start, so that a
+        # row's neighbours lie close in memory (the random reads of the embedding dominate an
+        # epoch once it outgrows the cache). Below the threshold the labels stay as given, so
+        # results on small data are those of earlier versions (the negatives are keyed by row
+        # and edge position, which a relabelling changes).
+        order = None
+        if init.shape[0] >= LOCALITY_MIN_ROWS:
+            order = morton_order(init, n_dims=min(3, init.shape[1]), bits=16)
+            init = init[order]
         edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
-                                                   fit.symmetrization_ == "none")
+                                                   fit.symmetrization_ == "none", order)
         weight = self.repulsion_strength * fit.mean_weight_ * _REPULSION_RATE / fit.n_negatives_
-        from unimap._guards import UMAP_CAUSES
-
-        return full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
-                               seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
-                               weight, guard=self._epoch_guard(fit, UMAP_CAUSES))
+        Y = full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
+                            seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
+                            weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order)
+        if order is None:
+            return Y
+        embedding = np.empty_like(Y)
+        embedding[order] = Y
+        return embedding
 
     def _optimize_normalized(self, fit, init, seed):
         from unimap._guards import TSNE_CAUSES
