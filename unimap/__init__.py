@@ -4,7 +4,8 @@ The estimators (``PCA``, ``UMAP``, ``TSNE``, ``GDR``) and the submodules (``data
 ``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
 only loaded when a method that needs it is used. ``unimap.load`` reads a model written by
 ``est.save`` (:mod:`unimap.persistence`). ``unimap.io`` reads and writes tables (npy, npz,
-csv, parquet, h5ad); ``unimap.tl`` embeds AnnData objects scanpy style.
+csv, parquet, h5ad); ``unimap.tl`` embeds AnnData objects scanpy style; ``unimap.dask``
+fits a sample and places every row of a dask array (``transform`` takes dask arrays).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ _LAZY_ATTRS = {
     "load": "unimap.persistence",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
-                 "plotting", "io", "tl"}
+                 "plotting", "io", "tl", "dask"}
 
 __all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metrics", "io", "tl",
-           "__version__"]
+           "dask", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from unimap import datasets, io, metrics, tl
+    from unimap import dask, datasets, io, metrics, tl
     from unimap.methods.pca import PCA
     from unimap.methods.tsne import TSNE
     from unimap.methods.umap import UMAP

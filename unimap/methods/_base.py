@@ -38,6 +38,7 @@ from unimap._progress import ProgressBar
 from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
+from unimap.dask import is_dask_collection
 from unimap.methods._contract import EstimatorContract, not_fitted_error
 from unimap.neighbors import METHODS, METRICS
 
@@ -150,6 +151,27 @@ class UnimapEstimator(EstimatorContract):
             raise not_fitted_error(f"this {type(self).__name__} instance is not fitted yet; "
                                  "call fit first")
 
+    def _check_can_transform(self) -> None:
+        """Raise if ``transform`` cannot run (override to add reasons to ``_check_fitted``)."""
+        self._check_fitted()
+
+    @property
+    def _n_features_expected(self) -> int:
+        """The number of columns ``transform`` takes."""
+        return self.n_features_in_
+
+    def _transform_dtype(self, dtype: np.dtype) -> np.dtype:
+        """The dtype ``transform`` returns for input of ``dtype``."""
+        return np.dtype(np.float32)
+
+    def _dask_transform(self, X: Any, options: dict) -> Any:
+        """``transform`` of a dask collection: checked here, then placed block by block
+        on the workers by ``_transform`` (:mod:`unimap.dask`); lazy."""
+        from unimap.dask import transform_blocks
+
+        self._check_can_transform()
+        return transform_blocks(self, X, options, self._n_features_expected)
+
     def _check_n_features(self, X: Any, expected: int) -> None:
         if X.shape[1] != expected:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
@@ -259,16 +281,22 @@ class NeighborEmbedding(UnimapEstimator):
         Parameters
         ----------
         X : array of shape (m, n_features), or (m, n_train) distances if precomputed
+            A ``dask.array.Array`` is placed block by block on the workers
+            (:mod:`unimap.dask`, ``docs/dask.md``).
 
         Returns
         -------
         embedding : ndarray of shape (m, n_components), float32
+            A lazy ``dask.array.Array`` chunked by rows like ``X`` when ``X`` is one.
         """
         return self._transform(X)
 
     def _transform(self, X: Any, **options: Any) -> np.ndarray:
         """The steps of every ``transform``: check the new points, ``_place(X, **options)``
-        on the estimator's threads, check the result is finite."""
+        on the estimator's threads, check the result is finite (a dask array: the same,
+        block by block on its workers)."""
+        if is_dask_collection(X):
+            return self._dask_transform(X, options)
         X = self._check_new_points(X)
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             embedding = self._place(X, **options)
@@ -286,14 +314,19 @@ class NeighborEmbedding(UnimapEstimator):
 
     # -- shared steps ------------------------------------------------------------------------
     def _check_new_points(self, X: Any) -> Any:
+        self._check_can_transform()
+        X = check_method_input(self._new_input(X), self.metric, square=False)
+        self._check_n_features(X, self._n_features_expected)
+        return X
+
+    def _check_can_transform(self) -> None:
         self._check_fitted()
         if self._index is None:
             raise ValueError("transform is unavailable when fitted with precomputed_knn")
-        X = check_method_input(self._new_input(X), self.metric, square=False)
-        n_train = self.embedding_.shape[0]
-        self._check_n_features(X, n_train if self.metric == "precomputed"
-                               else self.n_features_in_)
-        return X
+
+    @property
+    def _n_features_expected(self) -> int:
+        return self.embedding_.shape[0] if self.metric == "precomputed" else self.n_features_in_
 
     def _check_memory(self, fit: SimpleNamespace, X: Any) -> int:
         """Estimate the fit's peak memory; refuse it above ``max_memory``. Returns bytes."""

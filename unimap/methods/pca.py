@@ -17,6 +17,7 @@ from unimap._params import Boolean, Integer, Options, Seed
 from unimap._pca import SOLVERS, fit_pca, project
 from unimap._random import seed_from_random_state
 from unimap._validation import check_array, check_int
+from unimap.dask import is_dask_collection
 from unimap.methods._base import UnimapEstimator
 
 __all__ = ["PCA"]
@@ -102,7 +103,18 @@ class PCA(UnimapEstimator):
         return project(self._fit(X), self._axes, self.whiten)
 
     def transform(self, X: Any) -> np.ndarray:
-        """Project ``X`` of shape (m, n_features) onto the components: (m, n_components)."""
+        """Project ``X`` of shape (m, n_features) onto the components: (m, n_components).
+
+        The result is float64 for float64 input, else float32. A ``dask.array.Array`` gives
+        a lazy one, projected block by block on its workers (:mod:`unimap.dask`)."""
+        return self._transform(X)
+
+    def _transform_dtype(self, dtype: np.dtype) -> np.dtype:
+        return np.dtype(np.float64 if dtype == np.float64 else np.float32)
+
+    def _transform(self, X: Any) -> np.ndarray:
+        if is_dask_collection(X):
+            return self._dask_transform(X, {})
         self._check_fitted()
         X = _check_input(self._new_input(X))
         self._check_n_features(X, self.n_features_in_)

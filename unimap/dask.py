@@ -1,0 +1,255 @@
+"""Past one machine: ``transform`` of a ``dask.array``, and fit-a-sample-then-place-everything.
+
+Dask is an optional extra (``pip install 'unimap[dask]'``); it is imported only when a dask
+object reaches unimap, never by ``import unimap`` (a dask array is recognised by the module of
+its type).
+
+- ``est.transform(X)`` of a fitted ``PCA``, ``UMAP``, ``TSNE`` or ``GDR`` takes a
+  ``dask.array.Array`` of shape (m, n_features) and returns a lazy ``dask.array.Array`` of
+  shape (m, n_components), float32, chunked by rows like ``X``. Each block is placed on a
+  worker by the estimator's own ``transform`` (:meth:`_transform`), and a new point is placed
+  on its own against the fixed embedding, so a block's rows land where the NumPy
+  ``transform`` of that block puts them, bitwise (``tests/test_dask.py``).
+- The model goes to the cluster once: a light copy (without ``graph_``, ``knn_indices_`` and
+  ``knn_dists_``, which ``transform`` does not read) is one node of the graph
+  (``dask.delayed``), or, when a ``distributed.Client`` is current, scattered to the cluster;
+  every block's task depends on that one key, so a worker deserialises the model once, not
+  once per block.
+- :func:`fit_sample_transform` is the recipe for data that does not fit one machine: draw a
+  uniform sample of the rows (seeded), fit on it, place every row with the distributed
+  ``transform``.
+
+The kNN graph of the full data is not built on Dask: placing new points only needs each
+point's neighbours among the fitted sample, which every block finds against the shipped index;
+the full data's own graph needs every block against every other block (an exact search moves
+O(n² / block) rows between workers) or a distributed approximate index, and a fit on that
+graph would need the optimizer itself distributed (see ``docs/dask.md``).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import uuid
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["SamplePlacement", "fit_sample_transform", "is_dask_collection", "sample_rows"]
+
+_NOT_SHIPPED = ("graph_", "knn_indices_", "knn_dists_")  # fitted, but transform never reads them
+
+
+def is_dask_collection(X: Any) -> bool:
+    """Whether ``X`` is a dask object (array, DataFrame, ...), judged by the module of its
+    type, so that dask is not imported to ask."""
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
+                     n_jobs: int | None = None) -> Any:
+    """The lazy ``transform`` of a dask array (see the module docstring).
+
+    Parameters
+    ----------
+    estimator : fitted PCA, UMAP, TSNE or GDR
+    X : dask.array.Array of shape (m, n_features)
+    options : dict
+        Keyword arguments of the estimator's ``_transform`` (TSNE's placement options).
+    n_features : int
+        The number of columns ``X`` must have.
+    n_jobs : int or None, default=None
+        Threads of each block's placement on its worker; None: the worker's thread count
+        (``os.cpu_count()`` outside a ``distributed`` worker). The placement's numba
+        kernels hold the GIL, so the blocks a worker runs side by side on its threads take
+        turns in them, and each turn should use all the worker's threads.
+
+    Returns
+    -------
+    embedding : dask.array.Array of shape (m, n_components)
+        float32 (PCA: float64 for float64 input, as its NumPy ``transform``).
+    """
+    import dask.array as da
+
+    name = type(estimator).__name__
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{name}.transform takes a dask.array.Array, got "
+                        f"{type(X).__module__}.{type(X).__qualname__}; a dask DataFrame becomes "
+                        "one with df.to_dask_array(lengths=True)")
+    if X.ndim != 2:
+        raise ValueError(f"{name}.transform needs a 2-D dask array, got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{name}.transform needs numeric data, got dtype {X.dtype}")
+    estimator._check_n_features(X, n_features)
+    estimator._check_feature_names(None)  # a dask array has no column names
+    if X.numblocks[1] > 1:
+        warnings.warn(f"{name}.transform places whole rows: the dask array's {X.numblocks[1]} "
+                      "column chunks are joined into one (X.rechunk({1: -1})); chunk by rows "
+                      "only to avoid the extra step", UserWarning, stacklevel=4)
+        X = X.rechunk({1: -1})
+    width = estimator._n_features_out
+    dtype = estimator._transform_dtype(X.dtype)
+    model = _ship(_without_graph(estimator), name)
+    return X.map_blocks(_place_block, model, options, n_jobs, dtype=dtype,
+                        chunks=(X.chunks[0], (width,)), meta=np.empty((0, width), dtype=dtype),
+                        name=f"unimap-{name.lower()}-transform-{uuid.uuid4().hex}")
+
+
+def _place_block(block: Any, model: Any, options: dict, n_jobs: int | None) -> np.ndarray:
+    """One block's placement, on a worker."""
+    if block.shape[0] == 0:
+        return np.empty((0, model._n_features_out), model._transform_dtype(block.dtype))
+    threads = _worker_threads() if n_jobs is None else n_jobs
+    return _with_threads(model, threads)._transform(block, **options)
+
+
+def _worker_threads() -> int:
+    """The thread count of the ``distributed`` worker running this task, else the cores."""
+    import os
+
+    if "distributed" in sys.modules:
+        from distributed import get_worker
+
+        try:
+            return get_worker().state.nthreads
+        except ValueError:  # not in a worker
+            pass
+    return os.cpu_count() or 1
+
+
+def _without_graph(estimator: Any) -> Any:
+    """A shallow copy of the fitted estimator without the attributes ``transform`` never
+    reads (the kNN graph and ``graph_``: most of a model's bytes besides the index)."""
+    model = copy.copy(estimator)
+    for attr in _NOT_SHIPPED:
+        model.__dict__.pop(attr, None)
+    return model
+
+
+def _with_threads(estimator: Any, n_jobs: int) -> Any:
+    """A shallow copy (cheap: the arrays are shared) placing on ``n_jobs`` threads: the
+    fit's thread count belongs to the client's machine, and the model on a worker is shared
+    by the blocks, so it is not changed in place."""
+    from unimap._threads import resolve_n_jobs
+
+    threads = resolve_n_jobs(n_jobs)
+    model = copy.copy(estimator)
+    if "n_jobs" in model.__dict__:
+        model.n_jobs = threads
+    index = model.__dict__.get("_index")
+    if index is not None:
+        index = model._index = copy.copy(index)
+        index.n_threads_ = threads
+        hnsw = index.__dict__.get("_hnsw")
+        if hnsw is not None:
+            hnsw = index._hnsw = copy.copy(hnsw)
+            hnsw.n_threads = threads
+            hnsw.__dict__.pop("_ordered", None)  # the training points' own search only
+    return model
+
+
+def _ship(model: Any, name: str) -> Any:
+    """The model as one piece of the graph: scattered when a distributed client is current
+    (it then travels outside the graph, which stays small), else a ``dask.delayed`` node."""
+    client = _current_client()
+    if client is not None:
+        return client.scatter(model, hash=False)
+    import dask
+
+    return dask.delayed(model, name=f"unimap-{name.lower()}-model-{uuid.uuid4().hex}",
+                        traverse=False)
+
+
+def _current_client() -> Any:
+    if "distributed" not in sys.modules:  # no client without distributed imported
+        return None
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError:
+        return None
+
+
+class SamplePlacement(NamedTuple):
+    """What :func:`fit_sample_transform` returns."""
+
+    embedding: Any
+    """dask.array.Array of shape (n_samples, n_components), float32: every row placed."""
+    sample_indices: np.ndarray
+    """The rows the estimator was fitted on, sorted (int64)."""
+
+
+def sample_rows(X: Any, n_sample: int, random_state: Any = None) -> tuple[np.ndarray, Any]:
+    """A uniform sample of ``n_sample`` distinct rows of a dask array, computed.
+
+    Only the sampled rows come to the client (each block gives its own); the indices are
+    drawn on the client from ``random_state``, so the sample depends on the seed and the row
+    count only, not on the chunking.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features), row counts known
+    n_sample : int
+        At most ``n_samples``.
+    random_state : int, numpy Generator or None
+
+    Returns
+    -------
+    indices : ndarray of shape (n_sample,), int64, sorted
+    rows : ndarray of shape (n_sample, n_features)
+    """
+    from unimap._random import seed_from_random_state
+    from unimap._validation import check_int
+
+    n = X.shape[0]
+    if not np.isfinite(n):
+        raise ValueError("X has unknown row counts (chunks of nan rows); call "
+                         "X.compute_chunk_sizes() first, or build it with known lengths")
+    n_sample = check_int(n_sample, "n_sample", 2, int(n))
+    rng = np.random.default_rng(seed_from_random_state(random_state))
+    indices = np.sort(rng.choice(int(n), size=n_sample, replace=False)).astype(np.int64)
+    return indices, np.asarray(X[indices].compute())
+
+
+def fit_sample_transform(estimator: Any, X: Any, n_sample: int,
+                         random_state: Any = None) -> SamplePlacement:
+    """Fit ``estimator`` on a uniform sample of the rows of ``X``, then place every row.
+
+    The recipe for data that does not fit one machine (``docs/dask.md``): the sample is
+    fitted in this process, and every row of ``X`` (the sample's too) is placed block by
+    block by the distributed ``transform``, which is lazy. ``X``'s blocks are read twice, to
+    draw the sample and to place them, unless ``X`` is persisted.
+
+    Parameters
+    ----------
+    estimator : PCA, UMAP, TSNE or GDR
+        Fitted in place on the sample (``estimator.embedding_`` then holds the sample's
+        fitted layout; its rows in ``embedding`` are their ``transform`` placement, near it).
+    X : dask.array.Array of shape (n_samples, n_features), row counts known
+    n_sample : int
+        Rows to fit on (at most ``n_samples``).
+    random_state : int, numpy Generator or None, default=None
+        Seed of the sample (the estimator's own ``random_state`` seeds the fit).
+
+    Returns
+    -------
+    SamplePlacement
+        ``embedding`` (lazy dask array of every row) and ``sample_indices``.
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap
+    >>> X = da.random.default_rng(0).standard_normal((20_000, 10), chunks=5_000)
+    >>> est = unimap.PCA(n_components=2)
+    >>> placed = unimap.dask.fit_sample_transform(est, X, n_sample=2_000, random_state=0)
+    >>> placed.embedding.chunks
+    ((5000, 5000, 5000, 5000), (2,))
+    """
+    if not is_dask_collection(X):
+        raise TypeError("fit_sample_transform takes a dask.array.Array; for a NumPy array "
+                        "fit and transform directly")
+    indices, rows = sample_rows(X, n_sample, random_state)
+    estimator.fit(rows)
+    return SamplePlacement(estimator.transform(X), indices)
