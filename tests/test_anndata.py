@@ -268,3 +268,21 @@ def test_cli_embed_h5ad_write_back_and_evaluate(tmp_path, digits_small, capsys):
     err = capsys.readouterr().err
     assert "no representation 'X_umapp'; available: 'X' (300 × 64)" in err
     assert err.count("\n") == 1 and not (tmp_path / "x.png").exists()
+
+
+def test_scanpy_n_pcs_is_honoured_and_tuples_recorded(digits_small):
+    """scanpy.pp.neighbors(n_pcs=k) searches the first k PCs: the embedding must use those
+    too (as sc.tl.umap does), and TSNE's (early, late) learning_rate_ reaches uns."""
+    X, _ = digits_small
+    adata = _adata(X, n_pcs=20)
+    pcs = adata.obsm["X_pca"]
+    adata.obsm["X_pca10"] = pcs[:, :10]
+    _scanpy_like_neighbors(adata, 15, use_rep="X_pca10")
+    adata.uns["neighbors"]["params"].update(use_rep="X_pca", n_pcs=10)
+    unimap.tl.umap(adata, use_neighbors=True, n_epochs=20)
+    record = adata.uns["umap"]
+    assert record["params"]["n_pcs"] == 10 and record["params"]["use_rep"] == "X_pca"
+    assert record["resolved"]["n_features_in_"] == 10
+    unimap.tl.tsne(adata, n_iter=60, perplexity=5)
+    rates = adata.uns["tsne"]["resolved"]["learning_rate_"]
+    assert isinstance(rates, list) and len(rates) == 2 and all(r > 0 for r in rates)

@@ -145,6 +145,10 @@ def embed(
         use_rep = "X" if method == "pca" else default_rep(adata)
     X, _, use_rep = representation(adata, use_rep)
     record["use_rep"] = use_rep
+    n_pcs = scanpy_params.get("n_pcs") if neighbors_key is not None else None
+    if n_pcs is not None and use_rep == "X_pca":  # scanpy's graph used the first n_pcs PCs
+        X = X[:, : int(n_pcs)]
+        record["n_pcs"] = int(n_pcs)
     embedding = np.asarray(estimator.fit_transform(X), dtype=np.float32)
 
     uns = fit_record(estimator, method, **record)
