@@ -343,6 +343,8 @@ class GDR(NeighborEmbedding):
             return MemoryProfile("perplexity", arrays, "perplexity")
         # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
         arrays = edges * OPTIMIZER_BYTES["gdr"] + n * self.n_components * 4 * 8
+        if n >= LOCALITY_MIN_ROWS:  # the relabelled copy of P and its scipy temporaries
+            arrays += edges * (OPTIMIZER_BYTES["gdr_normalized"] - OPTIMIZER_BYTES["gdr"])
         return MemoryProfile("fuzzy", arrays, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):

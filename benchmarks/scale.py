@@ -1,0 +1,129 @@
+"""Cost of one fit as n grows: time per phase and peak memory (issue 23).
+
+Usage::
+
+    python benchmarks/scale.py                          # GDR and UMAP at 100k, 300k, 1M
+    python benchmarks/scale.py --methods GDR --sizes 100000,1000000 --source gauss
+    python benchmarks/scale.py --out benchmarks/results/scale.md
+
+Data: ``gauss``, a mixture of 30 Gaussians in 50-D (float32, the issue's), or ``mnist``,
+MNIST-70k upsampled with small jitter (each copy of a digit moved by N(0, 0.05²) per pixel on
+the [0, 1] scale) to n rows. Each fit runs in its own process (numba kernels loaded by a
+3,000-point fit first): seconds per phase from ``timings_``, peak resident memory over the
+process before the fit (VmHWM after resetting it), the estimate the fit made
+(``memory_estimate_``), and the machine's load average and steal at the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+MiB = 2**20
+
+
+def _status(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(key)
+
+
+def data(n: int, source: str) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if source == "gauss":
+        centers = rng.standard_normal((30, 50)).astype(np.float32) * 5
+        return centers[rng.integers(0, 30, n)] + rng.standard_normal((n, 50)).astype(np.float32)
+    from unimap.datasets import load_mnist
+
+    X = load_mnist()[0]
+    rows = np.resize(np.arange(X.shape[0]), n)
+    out = X[rows]
+    out[X.shape[0]:] += rng.normal(0, 0.05, out[X.shape[0]:].shape).astype(np.float32)
+    return out
+
+
+def fit_one(method: str, n: int, source: str) -> dict:
+    import unimap
+
+    X = data(n, source)
+    make = {"GDR": unimap.GDR, "UMAP": unimap.UMAP, "TSNE": unimap.TSNE}[method]
+    make(random_state=0).fit(X[:3000])
+    base = _status("VmRSS:")
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    model = make(random_state=0).fit(X)
+    return {"method": method, "n": n, "source": source,
+            "timings": {k: round(v, 1) for k, v in model.timings_.items()},
+            "peak_mb": round((_status("VmHWM:") - base) / MiB),
+            "estimate_mb": round(model.memory_estimate_ / MiB), "knn": model.knn_method_}
+
+
+def _steal() -> float:
+    def read():
+        with open("/proc/stat") as fh:
+            return [int(v) for v in fh.readline().split()[1:]]
+    import time
+
+    a = read()
+    time.sleep(1.0)
+    b = read()
+    delta = [y - x for x, y in zip(a, b, strict=False)]
+    return 100.0 * delta[7] / max(sum(delta), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default="GDR,UMAP")
+    parser.add_argument("--sizes", default="100000,300000,1000000")
+    parser.add_argument("--source", default="gauss", choices=("gauss", "mnist"))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        method, n, source = args.worker
+        print(json.dumps(fit_one(method, int(n), source)))
+        return
+    rows = []
+    for method in args.methods.split(","):
+        for n in map(int, args.sizes.split(",")):
+            load, steal = os.getloadavg()[0], _steal()
+            proc = subprocess.run([sys.executable, "-W", "ignore", __file__, "--worker", method,
+                                   str(n), args.source], capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError(proc.stderr[-3000:])
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            row.update(load=round(load, 2), steal=round(steal, 1))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    lines = ["| method | data | n | total s | kNN s | affinities s | init s | optimize s | "
+             "peak MiB | estimate MiB | load / steal % at start |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        t = r["timings"]
+        lines.append(f"| {r['method']} | {r['source']} | {r['n']:,} | {t['total']} | "
+                     f"{t['neighbors']} | {t['affinities']} | {t['init']} | {t['optimize']} | "
+                     f"{r['peak_mb']} | {r['estimate_mb']} | {r['load']} / {r['steal']} |")
+    for method in args.methods.split(","):
+        mine = {r["n"]: r["timings"]["total"] for r in rows if r["method"] == method}
+        if len(mine) > 1:
+            lo, hi = min(mine), max(mine)
+            lines.append(f"\n{method}: t({hi:,}) / t({lo:,}) = {mine[hi] / mine[lo]:.1f} "
+                         f"for {hi / lo:.0f}x the points")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(f"# Scaling on one machine\n\n`python benchmarks/scale.py "
+                            f"--methods {args.methods} --sizes {args.sizes} --source "
+                            f"{args.source}`\n\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()
