@@ -286,3 +286,17 @@ def test_scanpy_n_pcs_is_honoured_and_tuples_recorded(digits_small):
     unimap.tl.tsne(adata, n_iter=60, perplexity=5)
     rates = adata.uns["tsne"]["resolved"]["learning_rate_"]
     assert isinstance(rates, list) and len(rates) == 2 and all(r > 0 for r in rates)
+
+
+def test_transform_reads_the_representation_fit_used(digits_small):
+    X, _ = digits_small
+    train = _adata(X[:200], n_pcs=10)
+    model = unimap.UMAP(n_epochs=20, random_state=0).fit(train)
+    assert model.use_rep_ == "X_pca" and model.n_features_in_ == 10
+    new = _adata(X[200:])  # no X_pca: the default would be X (64 features)
+    with pytest.raises(ValueError, match=r"no representation 'X_pca'.*fitted on 'X_pca'"):
+        model.transform(new)
+    new.obsm["X_pca"] = unimap.PCA(n_components=10).fit(X[:200]).transform(X[200:])
+    assert model.transform(new).shape == (100, 2)
+    refit = model.fit(X[:200])  # a refit on an array forgets the representation
+    assert not hasattr(refit, "use_rep_")

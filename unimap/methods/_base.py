@@ -264,7 +264,8 @@ class NeighborEmbedding(UnimapEstimator):
         del fit._epochs
         fit.embedding_ = check_embedding_finite(embedding, name)
         fit.timings_ = clock.finish()
-        self.__dict__.pop("feature_names_in_", None)  # a refit without names drops them
+        for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
+            self.__dict__.pop(stale, None)
         self.__dict__.update(vars(fit))
         return self
 

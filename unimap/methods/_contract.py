@@ -123,15 +123,17 @@ class EstimatorContract:
         ``obsm["X_pca"]``, else ``X``), anything else as given. Feature names (a DataFrame's
         string columns, an AnnData's ``var_names`` when its ``X`` is used) are stored as
         ``feature_names_in_`` on ``fit``."""
-        X, names = _unwrap(X)
+        X, names, rep = _unwrap(X)
         if names is not None:
             fit.feature_names_in_ = names
+        if rep is not None:  # transform of an AnnData reads the same representation
+            fit.use_rep_ = rep
         return X
 
     def _new_input(self, X: Any) -> Any:
         """The data of ``transform``, unwrapped as in :meth:`_fit_input`, its feature names
         checked against those of fit by scikit-learn's rules."""
-        X, names = _unwrap(X)
+        X, names, _ = _unwrap(X, getattr(self, "use_rep_", None))
         self._check_feature_names(names)
         return X
 
@@ -206,16 +208,21 @@ class EstimatorContract:
                     input_tags=InputTags(sparse=True))
 
 
-def _unwrap(X: Any) -> tuple[Any, np.ndarray | None]:
-    """``(data, feature names or None)`` of an estimator's input (see ``_fit_input``)."""
+def _unwrap(X: Any, use_rep: str | None = None) -> tuple[Any, np.ndarray | None, str | None]:
+    """``(data, feature names or None, the AnnData representation used or None)`` of an
+    estimator's input (see ``_fit_input``); ``use_rep`` is the representation fit used."""
     from unimap._anndata import is_anndata
 
     if is_anndata(X):
         from unimap._anndata import representation
 
-        data, names, _ = representation(X)
-        return data, names
-    return X, _feature_names(X)
+        try:
+            return representation(X, use_rep)
+        except ValueError as error:
+            if use_rep is None:
+                raise
+            raise ValueError(f"{error} (this model was fitted on {use_rep!r})") from None
+    return X, _feature_names(X), None
 
 
 def _feature_names(X: Any) -> np.ndarray | None:

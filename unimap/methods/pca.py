@@ -165,7 +165,8 @@ class PCA(UnimapEstimator):
             singular_values_=axes.singular_values,
             timings_={"fit": time.perf_counter() - start})
         # All at once, after the last step that can fail: an interrupted fit changes nothing.
-        self.__dict__.pop("feature_names_in_", None)
+        for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
+            self.__dict__.pop(stale, None)
         self.__dict__.update(fitted)
         return X
 
