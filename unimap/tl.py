@@ -126,9 +126,13 @@ def embed(
     if copy:
         adata = adata.copy()
 
-    import unimap
+    from unimap.methods.gdr import GDR
+    from unimap.methods.pca import PCA
+    from unimap.methods.tsne import TSNE
+    from unimap.methods.umap import UMAP
 
-    estimator = getattr(unimap, class_name)(**fixed, random_state=random_state, **params)
+    classes = {"GDR": GDR, "PCA": PCA, "TSNE": TSNE, "UMAP": UMAP}
+    estimator = classes[class_name](**fixed, random_state=random_state, **params)
     record: dict[str, Any] = {}
     if neighbors_key is not None:
         indices, distances = knn_from_neighbors(adata, neighbors_key)
