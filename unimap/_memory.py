@@ -9,8 +9,9 @@ what the earlier phases kept plus what the phase itself allocates.
 
 The sizes below are counted from the arrays each step allocates; the per-edge constants of the
 scipy-heavy steps (symmetrization, spectral init, UMAP's epoch bookkeeping) were measured with
-``tracemalloc`` per phase on a 100,000 x 50 Gaussian mixture (``benchmarks/fit_memory.py
---phases``) and are bytes per kNN edge (n x n_neighbors). faiss's allocations are outside
+``tracemalloc`` per phase on a 100,000 x 50 Gaussian mixture (``python
+benchmarks/fit_memory.py GDR 100000 gauss``, its ``traced_peak_mb``) and are bytes per kNN
+edge (n x n_neighbors). faiss's allocations are outside
 ``tracemalloc`` and were taken from the resident-set growth. The estimate is the memory the fit
 adds to the process; the input array itself is not counted (the caller holds it). The comparison
 with measured peaks is in ``benchmarks/results/fit_memory.md``.
