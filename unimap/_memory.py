@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["MemoryEstimate", "InsufficientMemoryError", "available_memory", "parse_memory",
            "check_memory", "format_bytes", "input_copy_estimate", "neighbors_bytes",
-           "fft_grid_bytes"]
+           "fft_grid_bytes", "MemoryProfile", "pipeline_estimate"]
 
 # bytes per kNN edge (n * n_neighbors): (allocated while the phase runs, kept after it)
 AFFINITY_BYTES = {"fuzzy": (80, 28), "perplexity": (64, 14)}
@@ -72,6 +72,48 @@ class MemoryEstimate:
     def describe(self) -> str:
         parts = ", ".join(f"{name} {format_bytes(size)}" for name, size in self.phases.items())
         return f"about {format_bytes(self.peak)} at its peak ({parts})"
+
+
+class MemoryProfile(NamedTuple):
+    """What a method's own steps allocate (its ``_memory_profile``), for
+    :func:`pipeline_estimate`."""
+
+    affinity: str  # a key of AFFINITY_BYTES
+    optimizer_bytes: int  # the optimizer's own arrays
+    k_parameter: str  # the parameter that sets the number of neighbours
+    optimizer_advice: str = ""  # what lowers the optimizer's memory, if not k_parameter
+
+
+def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
+                      sparse_input: bool, spectral_init: bool,
+                      profile: MemoryProfile) -> MemoryEstimate:
+    """The phases' peaks of a neighbour embedding's fit (neighbours → affinities → init →
+    optimize) on n points of d features, k kNN columns, ``width`` output dimensions, with the
+    kNN backend ``knn`` (``"precomputed"``: a given graph) and the method's ``profile``."""
+    smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
+    estimate = MemoryEstimate()
+    dense = n * d * 4 if sparse_input else 0  # the search runs on a dense copy
+    if knn == "precomputed":
+        knn_peak = knn_kept = n * k * 8
+    else:
+        knn_peak, knn_kept = neighbors_bytes(knn, n, d, k, metric)
+    estimate.phases["neighbors"] = dense + knn_peak
+    estimate.advice["neighbors"] = (
+        "pass the kNN graph (precomputed_knn) instead of an n x n matrix"
+        if metric == "precomputed" else
+        "knn_method='hnsw'" if knn == "exact" else
+        f"fewer features (PCA first) or {smaller_k}")
+    edges = n * k
+    affinity_peak, affinity_kept = AFFINITY_BYTES[profile.affinity]
+    estimate.phases["affinities"] = knn_kept + edges * affinity_peak
+    estimate.advice["affinities"] = smaller_k
+    kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
+    spectral = edges * SPECTRAL_INIT_BYTES if spectral_init else 0
+    estimate.phases["init"] = kept + spectral
+    estimate.advice["init"] = "init='pca'" if spectral else smaller_k
+    estimate.phases["optimize"] = kept + profile.optimizer_bytes
+    estimate.advice["optimize"] = profile.optimizer_advice or smaller_k
+    return estimate
 
 
 def format_bytes(size: float) -> str:

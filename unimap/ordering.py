@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["morton_order"]
+__all__ = ["morton_order", "locality_order", "in_input_order"]
 
 
 def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndarray:
@@ -23,3 +23,17 @@ def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndar
             code |= ((levels[:, dim] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(
                 bit * coords.shape[1] + dim)
     return np.argsort(code, kind="stable")
+
+
+def locality_order(layout: np.ndarray) -> np.ndarray:
+    """The optimizers' relabelling: rows along the Z-order curve of a layout's first (up to
+    three) coordinates at 16 bits, so that points close in the layout sit close in memory."""
+    return morton_order(layout, n_dims=min(3, layout.shape[1]), bits=16)
+
+
+def in_input_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``rows`` whose row ``r`` belongs to input point ``order[r]``, put back in input order
+    (the inverse of ``rows = data[order]``)."""
+    unordered = np.empty_like(rows)
+    unordered[order] = rows
+    return unordered

@@ -17,12 +17,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._memory import MemoryEstimate, check_memory, input_copy_estimate
+from unimap._memory import (
+    MemoryEstimate,
+    MemoryProfile,
+    check_memory,
+    input_copy_estimate,
+    pipeline_estimate,
+)
 from unimap._params import (
     ArrayLike,
     Boolean,
@@ -199,15 +205,6 @@ PIPELINE_CONSTRAINTS = {
 """The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""
 
 
-class MemoryProfile(NamedTuple):
-    """What a method's steps allocate, for :meth:`NeighborEmbedding._memory_estimate`."""
-
-    affinity: str  # a key of unimap._memory.AFFINITY_BYTES
-    optimizer_bytes: int  # the optimizer's own arrays
-    k_parameter: str  # the parameter that sets the number of neighbours
-    optimizer_advice: str = ""  # what lowers the optimizer's memory, if not k_parameter
-
-
 class NeighborEmbedding(UnimapEstimator):
     """The pipeline of a neighbour embedding (see the module docstring).
 
@@ -337,40 +334,16 @@ class NeighborEmbedding(UnimapEstimator):
         return estimate.peak
 
     def _memory_estimate(self, fit: SimpleNamespace, X: Any) -> MemoryEstimate:
-        """The phases' peaks (see :mod:`unimap._memory`) from the shapes and the plan."""
-        from unimap import _memory as mem
+        """The phases' peaks (:func:`unimap._memory.pipeline_estimate`) from the shapes,
+        the plan and the method's :class:`MemoryProfile`."""
         from unimap.neighbors import NeighborIndex
 
         n, d = X.shape
-        k, width = fit.n_neighbors_, self.n_components
-        profile = self._memory_profile(fit, n)
-        smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
-        estimate = MemoryEstimate()
-        dense = n * d * 4 if sp.issparse(X) else 0  # the search runs on a dense copy
-        if self.precomputed_knn is not None:
-            knn_peak = knn_kept = n * k * 8
-            knn = "precomputed"
-        else:
-            knn = NeighborIndex(self.metric, self.knn_method).planned_method(n)
-            knn_peak, knn_kept = mem.neighbors_bytes(knn, n, d, k, self.metric)
-        estimate.phases["neighbors"] = dense + knn_peak
-        estimate.advice["neighbors"] = (
-            "pass the kNN graph (precomputed_knn) instead of an n x n matrix"
-            if self.metric == "precomputed" else
-            "knn_method='hnsw'" if knn == "exact" else
-            f"fewer features (PCA first) or {smaller_k}")
-        edges = n * k
-        affinity_peak, affinity_kept = mem.AFFINITY_BYTES[profile.affinity]
-        estimate.phases["affinities"] = knn_kept + edges * affinity_peak
-        estimate.advice["affinities"] = smaller_k
-        kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
-        spectral_init = isinstance(fit.init_, str) and fit.init_ == "spectral"
-        spectral = edges * mem.SPECTRAL_INIT_BYTES if spectral_init else 0
-        estimate.phases["init"] = kept + spectral
-        estimate.advice["init"] = "init='pca'" if spectral else smaller_k
-        estimate.phases["optimize"] = kept + profile.optimizer_bytes
-        estimate.advice["optimize"] = profile.optimizer_advice or smaller_k
-        return estimate
+        knn = ("precomputed" if self.precomputed_knn is not None
+               else NeighborIndex(self.metric, self.knn_method).planned_method(n))
+        spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
+        return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
+                                 sp.issparse(X), spectral, self._memory_profile(fit, n))
 
     def _memory_profile(self, fit: SimpleNamespace, n: int) -> MemoryProfile:
         raise NotImplementedError

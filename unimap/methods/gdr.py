@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from unimap._memory import MemoryProfile
 from unimap._params import (
     AnyOf,
     ArrayLike,
@@ -34,7 +35,7 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
 
 __all__ = ["GDR"]
@@ -382,7 +383,7 @@ class GDR(NeighborEmbedding):
         from unimap._guards import UMAP_CAUSES
         from unimap.forces import gdr_edge_arrays
         from unimap.optimize import full_batch_umap
-        from unimap.ordering import morton_order
+        from unimap.ordering import in_input_order, locality_order
 
         # Large inputs: points relabelled along a Z-order curve of their start, so that a
         # row's neighbours lie close in memory (the random reads of the embedding dominate an
@@ -391,7 +392,7 @@ class GDR(NeighborEmbedding):
         # and edge position, which a relabelling changes).
         order = None
         if init.shape[0] >= LOCALITY_MIN_ROWS:
-            order = morton_order(init, n_dims=min(3, init.shape[1]), bits=16)
+            order = locality_order(init)
             init = init[order]
         edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
                                                    fit.symmetrization_ == "none", order)
@@ -399,23 +400,19 @@ class GDR(NeighborEmbedding):
         Y = full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
                             seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
                             weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order)
-        if order is None:
-            return Y
-        embedding = np.empty_like(Y)
-        embedding[order] = Y
-        return embedding
+        return Y if order is None else in_input_order(Y, order)
 
     def _optimize_normalized(self, fit, init, seed):
         from unimap._guards import TSNE_CAUSES
         from unimap._threads import adaptive_threads
         from unimap.forces import SampledForces, gdr_edge_arrays
         from unimap.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
-        from unimap.ordering import morton_order
+        from unimap.ordering import in_input_order, locality_order
 
         # Points relabelled along a Z-order curve of their start: a row's neighbours then lie
         # close in memory and the near field reads them from cache. The order depends on the
         # start only, so the result still does not depend on the thread count.
-        order = morton_order(init, n_dims=min(3, init.shape[1]), bits=16)
+        order = locality_order(init)
         edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
                                                    fit.symmetrization_ == "none", order)
         n, n_early, n_epochs = init.shape[0], fit.early_exaggeration_iter_, fit.n_epochs_
@@ -441,9 +438,7 @@ class GDR(NeighborEmbedding):
                                 guard=self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)"),
                                 row_ids=order)
         fit.z_ = forces.z
-        embedding = np.empty_like(Y)
-        embedding[order] = Y - Y.mean(axis=0)
-        return embedding
+        return in_input_order(Y - Y.mean(axis=0), order)
 
     # -- new points --------------------------------------------------------------------------
     def transform(self, X: Any) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 
 from unimap import placement
 from unimap._guards import TSNE_CAUSES
+from unimap._memory import MemoryProfile
 from unimap._params import (
     AnyOf,
     ArrayLike,
@@ -27,7 +28,7 @@ from unimap._params import (
 )
 from unimap._threads import adaptive_threads
 from unimap._validation import check_float, check_int
-from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["TSNE"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from unimap._memory import MemoryProfile
 from unimap._params import (
     AnyOf,
     ArrayLike,
@@ -19,7 +20,7 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, MemoryProfile, NeighborEmbedding
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
