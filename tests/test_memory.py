@@ -41,6 +41,8 @@ def test_parse_memory_rejects_what_is_not_a_size(bad):
 
 
 @pytest.mark.parametrize(("value", "error"), [(0, ValueError), (-5, ValueError),
+                                              (float("nan"), ValueError),
+                                              (float("inf"), ValueError),
                                               ([1], TypeError), (True, TypeError),
                                               ("huge", ValueError)])
 def test_max_memory_is_validated(blobs, value, error):

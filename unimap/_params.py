@@ -11,6 +11,7 @@ Relations between parameters (``min_dist <= spread``) are checked by the estimat
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -153,6 +154,9 @@ class MemorySize(Constraint):
             return
         if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
             raise TypeError(f"{name} must be {self.describe()}, got {type(value).__name__}")
+        if isinstance(value, numbers.Real) and not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite size (None turns the check off), "
+                             f"got {value!r}")
         size = parse_memory(value)
         if not size > 0:
             raise ValueError(f"{name} must be a positive size, got {value!r}")
