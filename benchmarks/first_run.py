@@ -1,15 +1,20 @@
 """The first minute of a new user: a fresh virtual environment, the first and second call.
 
-The script creates a virtual environment in a temporary folder, installs this checkout into
-it as a user would (``pip install .``, a built wheel, not editable; pip's own download cache
-is used, so no network time is counted), then runs, each in a fresh process:
+The script creates a virtual environment in a temporary folder, installs a clean copy of this
+checkout's tracked files into it as a user would (``pip install .``, a built wheel, not
+editable; pip's own download cache is used, so no network time is counted), then runs, each
+in a fresh process:
 
 * ``import unimap`` and ``from unimap import UMAP, TSNE, GDR, PCA`` (best of 5 after one
   unmeasured run, so the interpreter's own ``.pyc`` files exist);
-* per method, the first call after install (numba's cache empty) and the second one (cache
-  filled by the first), on scikit-learn's digits (1,797 × 64) as ``unimap embed digits``
+* per method, the first call after install and the second one, on scikit-learn's digits
+  (1,797 × 64) as ``unimap embed digits``
   would: ``Method(random_state=0).fit(X)``. The time is the process's wall time from the
   parent's view (interpreter start, imports, fit, exit), the number a user waits for.
+
+The wheel's build compiles numba's kernels into it (``_build/unimap_build.py``), so the
+install takes longer and the first call finds numba's cache filled; ``--no-precompile``
+builds it with ``UNIMAP_PRECOMPILE=0``, the state before, where the first call compiles.
 
 With ``--compile-report`` the first calls also record numba's compile events and list the
 kernels by compile time (inclusive of the kernels they call), to show where the wait goes.
@@ -26,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -92,11 +99,24 @@ def _interpreter_start(python: Path, repeats: int = 5) -> float:
     return min(_run(python, "pass")[0] for _ in range(repeats))
 
 
-def make_venv(root: Path) -> Path:
-    """A fresh virtual environment with this checkout installed from a wheel."""
+def _clean_copy(dest: Path) -> Path:
+    """The checkout's tracked files only: no ``build/`` left by an earlier build, no caches."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, dest / name)
+    return dest
+
+
+def make_venv(root: Path, source: Path, precompile: bool) -> Path:
+    """A fresh virtual environment with ``source`` installed from a wheel built there."""
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     python = root / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(REPO)], check=True)
+    env = dict(os.environ, UNIMAP_PRECOMPILE="1" if precompile else "0")
+    env.pop("NUMBA_CACHE_DIR", None)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], check=True,
+                   env=env)
     return python
 
 
@@ -114,7 +134,8 @@ def measure(python: Path, methods: list[str], record: bool) -> dict:
     return results
 
 
-def render(results: dict, methods: list[str], record: bool, install_s: float) -> str:
+def render(results: dict, methods: list[str], record: bool, install_s: float, *,
+           precompile: bool) -> str:
     from _harness import machine_description, markdown_table
 
     rows = []
@@ -128,7 +149,9 @@ def render(results: dict, methods: list[str], record: bool, install_s: float) ->
         f"- Machine: {machine_description()}",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- Command: `{shlex.join(['python', 'benchmarks/first_run.py', *sys.argv[1:]])}`",
-        f"- Install (`pip install .` into a new venv, pip cache warm): {install_s:.0f} s",
+        f"- Install (`pip install .` of a clean copy into a new venv, pip cache warm, "
+        f"{'kernels compiled into the wheel' if precompile else 'UNIMAP_PRECOMPILE=0'}): "
+        f"{install_s:.0f} s",
         f"- Interpreter start (`python -c pass`, best of 5): {results['interpreter_s']:.3f} s",
         f"- `import unimap` (fresh process, best of 5): {results['import_s']:.3f} s; "
         f"`from unimap import UMAP, TSNE, GDR, PCA`: {results['import_estimators_s']:.3f} s",
@@ -145,8 +168,8 @@ def render(results: dict, methods: list[str], record: bool, install_s: float) ->
         for m in methods:
             compiled = results[m]["first"][1].get("compiled", {})
             top = sorted(compiled.items(), key=lambda kv: -kv[1])[:12]
-            parts.append(f"- {m}: " + ", ".join(f"`{k.removeprefix('unimap.')}` {v:.2f}"
-                                                 for k, v in top))
+            parts.append(f"- {m}: " + (", ".join(f"`{k.removeprefix('unimap.')}` {v:.2f}"
+                                                  for k, v in top) or "nothing compiled"))
     return "\n".join(parts) + "\n"
 
 
@@ -158,17 +181,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="use this folder for the environment (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--no-precompile", action="store_true",
+                        help="build the wheel with UNIMAP_PRECOMPILE=0 (kernels compile on "
+                             "first use): the state before the build compiled them")
     args = parser.parse_args(argv)
     methods = args.methods.split(",")
     if unknown := set(methods) - set(METHODS):
         parser.error(f"unknown methods {sorted(unknown)}; choose from {sorted(METHODS)}")
     with tempfile.TemporaryDirectory(prefix="unimap_first_run_") as tmp:
         root = args.venv or Path(tmp) / "venv"
+        source = _clean_copy(Path(tmp) / "src")
         t0 = time.perf_counter()
-        python = make_venv(root)
+        python = make_venv(root, source, precompile=not args.no_precompile)
         install_s = time.perf_counter() - t0
         results = measure(python, methods, args.compile_report)
-    report = render(results, methods, args.compile_report, install_s)
+    report = render(results, methods, args.compile_report, install_s,
+                    precompile=not args.no_precompile)
     print(report)
     if not args.no_save:
         args.out.write_text(report)

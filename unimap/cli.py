@@ -220,6 +220,12 @@ def _read_embedding(path: str, use_rep: str | None) -> np.ndarray:
     return read_table(path, use_rep=use_rep)[0]
 
 
+def _precompile(args) -> int:
+    from unimap._precompile import main as precompile_main
+
+    return precompile_main(["--quiet"] if args.quiet else [])
+
+
 def _info(args) -> int:
     import importlib.metadata
     import importlib.util
@@ -465,6 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="machine-readable output")
     info = sub.add_parser("info", help="version, threads, and which optional parts are here")
     info.add_argument("--json", action="store_true", help="machine-readable output")
+    precompile = sub.add_parser(
+        "precompile", help="compile the numba kernels now, so later runs start at once (an "
+        "install built here has them already; run this where it did not: another CPU, a "
+        "read-only install)")
+    precompile.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     plot = sub.add_parser("plot", help="draw an embedding: a static figure (.png/.svg/.pdf) or "
                           "an interactive map (.html, one offline file)")
     plot.add_argument("embedding", help="an embedding (.npy or .csv), one row per point")
@@ -507,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = {"embed": _embed, "transform": _transform, "evaluate": _evaluate,
-           "info": _info, "plot": _plot, "compare": _compare}[args.command]
+           "info": _info, "plot": _plot, "compare": _compare,
+           "precompile": _precompile}[args.command]
     try:
         return run(args)
     except UsageError as exc:
