@@ -66,15 +66,17 @@ class AdaptiveThreads:
       the gap doubling after each losing probe (epochs 15, 75, 195, 435 on a quiet
       machine: 4 of GDR's 500 epochs on one thread).
 
-    A probe that beats the median of the last ``confirm`` threaded epochs keeps one thread for
-    ``period`` epochs (doubling, up to 8 ``period``, while probes keep winning), after which
-    threads are tried again. A change probe that loses means the work per epoch may have
-    grown, so the reference is measured anew. The measurements behind these rules are in
+    A probe that beats the mean of the last ``history`` threaded epochs by ``win_margin``
+    (takes at most 0.9 of it) keeps one thread for ``period`` epochs (doubling, up to 8
+    ``period``, while probes keep winning), after which threads are tried again. A change
+    probe that loses means the work per epoch may have grown, so the reference is measured
+    anew. The measurements behind these rules are in
     ``docs/architecture.md``.
     """
 
     def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5,
                  warmup: int = 10, window: int = 5, confirm: int = 3, probe_gap: int = 30,
+                 win_margin: float = 0.9, history: int = 12,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         import numba
 
@@ -85,10 +87,20 @@ class AdaptiveThreads:
         self.warmup = warmup
         self.window = window
         self.confirm = min(confirm, window)
+        # The epochs claim row blocks dynamically (unimap._kernels.dynamic), so threads beat
+        # one thread on a busy host too, on average; but a threaded epoch whose barrier waits
+        # for a preempted thread is slow, and such epochs come in runs (GDR, MNIST-70k, a
+        # competitor on one of 2 cores: 24 ms threaded, 36-48 ms in runs of up to 7, 32 ms on
+        # one thread). Compared with the median of the last 3, probes won during each run and
+        # 180 of 200 epochs ran on one thread (optimize 6.6 s, fixed threads 5.4 s): the probe
+        # now has to beat the mean of a longer history, by a margin.
+        self.win_margin = win_margin
+        self.history = max(history, window)
+        self._history: list[float] = []
         self._clock = clock
         self._recent: list[float] = []
         self._reference = np.inf
-        self._next = self.max_threads
+        self._next = self._current = self.max_threads
         self._single_until = -1
         self._gap = probe_gap
         self._next_probe = warmup + window
@@ -103,6 +115,12 @@ class AdaptiveThreads:
         self._numba.set_num_threads(self._current)
         self._start = self._clock()
 
+    @property
+    def current(self) -> int:
+        """Threads of the running epoch (set by :meth:`start_epoch`): the worker count of a
+        dynamically scheduled kernel (:mod:`unimap._kernels.dynamic`)."""
+        return self._current
+
     def end_epoch(self) -> None:
         elapsed = self._clock() - self._start
         self._next = self.max_threads
@@ -114,7 +132,7 @@ class AdaptiveThreads:
             self._after_threaded(elapsed)
             return
         scheduled, self._scheduled = self._scheduled, False
-        if self._recent and elapsed < self._recent_median():  # the probe won
+        if self._history and elapsed < self.win_margin * float(np.mean(self._history)):
             self._wins += 1
             self._single_until = self._epoch + 1 + self.period * 2 ** min(self._wins - 1, 3)
             self._next_probe = self._single_until + self.confirm
@@ -124,11 +142,12 @@ class AdaptiveThreads:
                 self._gap *= 2
                 self._next_probe = self._epoch + self._gap
             else:  # their epochs may be longer because the work grew: measure anew
-                self._recent = []
+                self._recent, self._history = [], []
                 self._reference = np.inf
 
     def _after_threaded(self, elapsed: float) -> None:
         self._recent = (self._recent + [elapsed])[-self.window:]
+        self._history = (self._history + [elapsed])[-self.history:]
         if self._epoch < self.warmup or len(self._recent) < self.window:
             return
         self._reference = min(self._reference, float(np.median(self._recent)))

@@ -142,18 +142,13 @@ class SampledForces:
     loss = None  # the sampled Z gives no cheap exact loss
 
 
-_MARKS_BYTES = 64 << 20
-
-
 def neighbour_marks(n: int) -> np.ndarray:
     """Zeroed neighbour marks for :func:`unimap._kernels.gdr.tsne_forces`, one row of n bytes
-    per block of rows: 4 blocks per thread balance the load, at most 64 MiB unless that leaves
-    fewer blocks than threads. The result does not depend on the number of blocks."""
+    per worker thread (numba's current thread count: workers claim blocks of rows, so more
+    rows would not balance the load better). The result does not depend on the count."""
     import numba
 
-    threads = numba.get_num_threads()
-    n_blocks = max(1, min(n, 4 * threads, max(threads, _MARKS_BYTES // n)))
-    return np.zeros((n_blocks, n), dtype=np.uint8)
+    return np.zeros((max(1, numba.get_num_threads()), n), dtype=np.uint8)
 
 
 def gdr_edge_arrays(P: sp.csr_matrix, symmetric_attraction: bool, directed: bool,

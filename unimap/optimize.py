@@ -114,7 +114,8 @@ def umap_sgd(
             alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
             if tail is None:
                 snapshot[:] = emb
-                fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha)
+                fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
+                          np.int64(threads.current))
             else:
                 sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
                                alpha)
@@ -226,7 +227,7 @@ def full_batch_umap(
         lr = f32(learning_rate * (1.0 - epoch / n_epochs))
         umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
                    f32(UMAP_EPS), f32(FULL_BATCH_CLIP), lr, f32(momentum), np.uint64(seed),
-                   np.int64(epoch), False)
+                   np.int64(epoch), False, threads.current)
         threads.end_epoch()
         Y, Y_next = Y_next, Y
         if guard is not None:

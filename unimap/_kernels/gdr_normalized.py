@@ -9,6 +9,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import ROW_BLOCK, claim, workers
 from unimap._kernels.gdr_common import (
     _attract_2d,
     _attract_nd,
@@ -276,7 +277,7 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
 
 
 def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-                attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
+                attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared, n_workers=None):
     """Normalized-mode forces: ``A`` ← attraction, ``R`` ← repulsion estimate, ``z_rows`` ←
     per-row estimates of ``Σ_{k≠i} w_ik`` (see the module docstring); the caller forms
     ``4(E·A − γ·R/Σz)``.
@@ -284,9 +285,9 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
     Parameters
     ----------
     Y, A, R : float32 arrays of shape (n, dim); z_rows : float64 array of shape (n,).
-    all_marks : uint8 array of shape (n_blocks, n), all zero: one row of neighbour marks per
-        block of rows (blocks run in parallel; more blocks than threads balance the load; the
-        result does not depend on their number). Left zero.
+    all_marks : uint8 array of shape (n_rows, n), all zero: one row of neighbour marks per
+        worker thread; at most ``n_rows`` workers run (the result does not depend on their
+        number). Left zero.
     indptr (int64), indices (int32, sorted or not), data (float32) : CSR of P; t_* : of Pᵀ,
         or empty.
     attr_scale : float32; n_negatives : float64; a, b : float32; seed : uint64;
@@ -294,70 +295,86 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
     shared : bool
         Draw ``M = shared_sample_count(nnz, n, n_negatives)`` samples for the epoch and use
         them for every row (see the module docstring) instead of each row's own samples.
+    n_workers : int or None
+        Threads that claim blocks of rows (:mod:`unimap._kernels.dynamic`); None: numba's
+        current thread count.
     """
+    if n_workers is None:
+        n_workers = workers()
+    n_workers = np.int64(max(1, min(n_workers, all_marks.shape[0])))
     kernel = _tsne_forces_2d if Y.shape[1] == 2 else _tsne_forces_nd
     kernel(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-           attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared)
+           attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared, n_workers)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared,
+                    n_workers):
     n = Y.shape[0]
-    n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
     shared = shared and not exhaustive
     n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
     positions, hits = draw_shared_samples(Y, n_shared, epoch_hash)[1:]
     scale = np.float32(n / max(n_shared, 1))
-    # One tile per block, allocated here: rows 0-4 are used, row 5 keeps blocks' tiles 64
+    # One tile per worker, allocated here: rows 0-4 are used, row 5 keeps workers' tiles 64
     # bytes apart, so two threads never write to one cache line. (Tiles allocated inside the
     # loop sometimes came from one cache line: on 2 threads the far field then ran at half the
     # speed of one, in some processes and not others, depending on where malloc put them.)
-    tiles = np.empty((n_blocks if shared else 0, 6, _TILE), np.float32)
-    for block in numba.prange(n_blocks):
-        lo = block * n // n_blocks
-        hi = (block + 1) * n // n_blocks
-        if shared:
-            tile = tiles[block]
-            for start in range(lo, hi, _TILE):
-                stop = min(start + _TILE, hi)
-                for t in range(_TILE):  # a short last tile repeats its last row
-                    k = min(start + t, stop - 1)
-                    tile[0, t] = Y[k, 0]
-                    tile[1, t] = Y[k, 1]
-                _shared_far_tile_2d(tile, positions, a, b)
-                for i in range(start, stop):
-                    t = i - start
-                    z_rows[i] = _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data,
-                                                    t_indptr, t_indices, t_data, use_t,
-                                                    attr_scale, a, b, hits, tile[2, t],
-                                                    tile[3, t], tile[4, t], scale)
-            continue
-        row_marks = all_marks[block]
-        for i in range(lo, hi):
-            z_rows[i] = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
-                                     t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks)
-            for e in range(indptr[i], indptr[i + 1]):
-                row_marks[indices[e]] = 0
+    tiles = np.empty((n_workers if shared else 0, 6, _TILE), np.float32)
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            lo = block * ROW_BLOCK
+            hi = min(n, lo + ROW_BLOCK)
+            if shared:
+                tile = tiles[worker]
+                for start in range(lo, hi, _TILE):
+                    stop = min(start + _TILE, hi)
+                    for t in range(_TILE):  # a short last tile repeats its last row
+                        k = min(start + t, stop - 1)
+                        tile[0, t] = Y[k, 0]
+                        tile[1, t] = Y[k, 1]
+                    _shared_far_tile_2d(tile, positions, a, b)
+                    for i in range(start, stop):
+                        t = i - start
+                        z_rows[i] = _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data,
+                                                        t_indptr, t_indices, t_data, use_t,
+                                                        attr_scale, a, b, hits, tile[2, t],
+                                                        tile[3, t], tile[4, t], scale)
+            else:
+                row_marks = all_marks[worker]
+                for i in range(lo, hi):
+                    z_rows[i] = _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr,
+                                             t_indices, t_data, use_t, attr_scale, n_negatives,
+                                             a, b, epoch_hash, exhaustive, row_marks)
+                    for e in range(indptr[i], indptr[i + 1]):
+                        row_marks[indices[e]] = 0
+            block = claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _tsne_forces_nd(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared):
+                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared,
+                    n_workers):
     n = Y.shape[0]
-    n_blocks = all_marks.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
     n_shared = shared_sample_count(indptr[n], n, n_negatives) if shared else 0
     shared_k = draw_shared_samples(Y, n_shared, epoch_hash)[0]
-    for block in numba.prange(n_blocks):
-        row_marks = all_marks[block]
-        for i in range(block * n // n_blocks, (block + 1) * n // n_blocks):
-            z_rows[i] = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices,
-                                     t_data, use_t, attr_scale, n_negatives, a, b, epoch_hash,
-                                     exhaustive, row_marks, shared_k)
-            for e in range(indptr[i], indptr[i + 1]):
-                row_marks[indices[e]] = 0
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for worker in numba.prange(n_workers):
+        row_marks = all_marks[worker]
+        block = claim(next_block)
+        while block < n_blocks:
+            for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
+                z_rows[i] = _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr,
+                                         t_indices, t_data, use_t, attr_scale, n_negatives, a,
+                                         b, epoch_hash, exhaustive, row_marks, shared_k)
+                for e in range(indptr[i], indptr[i + 1]):
+                    row_marks[indices[e]] = 0
+            block = claim(next_block)

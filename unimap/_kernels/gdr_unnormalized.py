@@ -8,6 +8,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import ROW_BLOCK, claim, workers
 from unimap._kernels.gdr_common import (
     _attract_2d,
     _attract_nd,
@@ -95,7 +96,8 @@ def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
 
 
 def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
-               n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive):
+               n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
+               n_workers=None):
     """One unnormalized epoch: ``F`` ← forces at ``Y`` (module docstring), then with momentum
     μ, ``V ← μ·V + lr·clip(F)`` and ``Y_out ← Y + V`` (row by row, so ``Y_out`` must not be
     ``Y``).
@@ -111,10 +113,15 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     rep_weight : float32, weight of one negative sample.
     a, b, eps, clip, lr, momentum : float32.
     seed : uint64; epoch : int64; exhaustive : bool (see the module docstring).
+    n_workers : int or None, threads that claim row blocks (:mod:`unimap._kernels.dynamic`);
+        None: numba's current thread count.
     """
+    if n_workers is None:
+        n_workers = workers()
     kernel = _umap_epoch_2d if Y.shape[1] == 2 else _umap_epoch_nd
     kernel(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
-           n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive)
+           n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
+           np.int64(n_workers))
 
 
 # The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
@@ -137,22 +144,38 @@ def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                    attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive):
-    use_t = t_indptr.shape[0] == Y.shape[0] + 1
+                   epoch, exhaustive, n_workers):
+    n = Y.shape[0]
+    use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
-    for i in numba.prange(Y.shape[0]):
-        _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                     attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
-        _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
+                _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                             use_t, attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash,
+                             exhaustive)
+                _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+            block = claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                    attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive):
-    use_t = t_indptr.shape[0] == Y.shape[0] + 1
+                   epoch, exhaustive, n_workers):
+    n = Y.shape[0]
+    use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
-    for i in numba.prange(Y.shape[0]):
-        _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                     attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive)
-        _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
+                _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                             use_t, attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash,
+                             exhaustive)
+                _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+            block = claim(next_block)

@@ -26,11 +26,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import claim
 from unimap._kernels.lowdim import sgd_attraction_coeff, sgd_repulsion_coeff
 from unimap._kernels.rng import bounded, hash_combine, mix64
 
 CLIP = 4.0
 SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking the threads
+EDGE_BLOCK = 512  # edges per block that a worker claims (unimap._kernels.dynamic)
 
 
 @numba.njit(inline="always", cache=True)
@@ -159,11 +161,13 @@ def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 # but numba's disk cache never hits for such a signature: every run would recompile.)
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
+                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha,
+                       n_workers):
     """One fit epoch over colour classes ``class_ptr`` of the (class-sorted) edge arrays.
 
     ``emb`` (n, 2) float32 is updated in place; ``snapshot`` is its copy from the start of
-    the epoch, the pool of negative samples.
+    the epoch, the pool of negative samples. ``n_workers`` threads claim blocks of a class's
+    edges (:mod:`unimap._kernels.dynamic`).
     """
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
@@ -174,15 +178,23 @@ def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
-            for e in numba.prange(start, stop):
-                _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
-                         alpha)
+            n_blocks = (stop - start + EDGE_BLOCK - 1) // EDGE_BLOCK
+            next_block = np.zeros(1, np.int64)
+            for _worker in numba.prange(n_workers):
+                block = claim(next_block)
+                while block < n_blocks:
+                    first = start + block * EDGE_BLOCK
+                    for e in range(first, min(stop, first + EDGE_BLOCK)):
+                        _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample,
+                                 next_sample, epochs_per_negative, next_negative, seed_hash,
+                                 epoch, a, b, gamma, alpha)
+                    block = claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha):
+                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha,
+                       n_workers):
     """:func:`sgd_epoch_edges_2d` for an embedding of any dimension."""
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
@@ -193,10 +205,17 @@ def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
-            for e in numba.prange(start, stop):
-                _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
-                         alpha)
+            n_blocks = (stop - start + EDGE_BLOCK - 1) // EDGE_BLOCK
+            next_block = np.zeros(1, np.int64)
+            for _worker in numba.prange(n_workers):
+                block = claim(next_block)
+                while block < n_blocks:
+                    first = start + block * EDGE_BLOCK
+                    for e in range(first, min(stop, first + EDGE_BLOCK)):
+                        _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample,
+                                 next_sample, epochs_per_negative, next_negative, seed_hash,
+                                 epoch, a, b, gamma, alpha)
+                    block = claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
