@@ -159,7 +159,7 @@ def _rerank_with_reverse(X, candidates, k):
     idx = np.empty((n, k), np.int64)
     dist = np.empty((n, k), np.float32)
     cand_dist = np.empty((n, candidates.shape[2]), np.float32)
-    rerank_candidates(X, X, rows, candidates, rows, k, idx, dist, rows, cand_dist)
+    rerank_candidates(X, X, rows, candidates, rows, k, idx, dist, rows, cand_dist, 2)
     own = idx.copy()
     add_reverse_candidates(candidates, rows, cand_dist, idx, dist)
     return own, idx, dist

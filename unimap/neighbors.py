@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -363,7 +364,6 @@ class _HNSWIndex:
     """
 
     def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit") -> None:
-        from concurrent.futures import ThreadPoolExecutor
 
         from unimap._pca import fit_pca, project
 
@@ -420,15 +420,11 @@ class _HNSWIndex:
         # faiss writes each part's local ids straight into its slice: local id l of part p is
         # Morton position p + l * n_parts (the re-ranking maps it; -1 is a missing candidate)
         candidates = np.empty((len(self.indexes), ordered.shape[0], n_cand), dtype=np.int64)
-        distances = np.empty((ordered.shape[0], n_cand), dtype=np.float32)
-        with _faiss_threads(self.n_threads):
-            for p, index in enumerate(self.indexes):
-                index.hnsw.efSearch = n_cand
-                index.search(ordered, n_cand, D=distances, I=candidates[p])
+        _search_in_chunks(self.indexes, ordered, n_cand, candidates, self.n_threads)
         idx = np.empty((queries.shape[0], k), dtype=np.int64)
         sq_dist = np.empty((queries.shape[0], k), dtype=np.float32)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        with numba_threads(self.n_threads):
+        with numba_threads(self.n_threads) as workers:
             if reverse:
                 # results by slot (Morton position), where the reverse pairs are local,
                 # then by point
@@ -437,12 +433,13 @@ class _HNSWIndex:
                 cand_dist = np.empty((queries.shape[0], len(self.indexes) * n_cand),
                                      dtype=np.float32)
                 rerank_candidates(self.data, queries, query_order, candidates, self.order, k,
-                                  slot_idx, slot_dist, by_slot, cand_dist)
+                                  slot_idx, slot_dist, by_slot, cand_dist, workers)
                 add_reverse_candidates(candidates, self.order, cand_dist, slot_idx, slot_dist)
                 idx[query_order], sq_dist[query_order] = slot_idx, slot_dist
             else:
                 rerank_candidates(self.data, queries, query_order, candidates, self.order, k,
-                                  idx, sq_dist, query_order, np.empty((0, 0), np.float32))
+                                  idx, sq_dist, query_order, np.empty((0, 0), np.float32),
+                                  workers)
         return idx, np.sqrt(np.maximum(sq_dist, 0.0))
 
     # faiss indexes are not picklable: serialise to bytes.
@@ -461,6 +458,37 @@ class _HNSWIndex:
         self.__dict__.update(state)
 
 
+def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.ndarray,
+                      n_threads: int) -> None:
+    """``out[p]`` ← the ``n_cand`` candidates of every query in ``indexes[p]``.
+
+    Chunks of ``HNSW_QUERY_CHUNK`` queries are searched on single-threaded faiss calls, taken
+    by ``n_threads`` Python threads as each finishes (faiss releases the GIL): a thread that
+    another program keeps off its core delays one chunk, not a fixed half of the queries as
+    in faiss's own OpenMP loop (MNIST-70k with a CPU-bound program on one of 2 cores: faiss
+    search 2.10 s in one call, quiet 1.23 s). A query's candidates do not depend on its
+    chunk, so the result is the same for any ``n_threads``.
+    """
+    for index in indexes:
+        index.hnsw.efSearch = n_cand
+    n = queries.shape[0]
+    tasks = [(p, start) for p in range(len(indexes)) for start in range(0, n, HNSW_QUERY_CHUNK)]
+
+    def search(task):
+        p, start = task
+        stop = min(n, start + HNSW_QUERY_CHUNK)
+        distances = np.empty((stop - start, n_cand), dtype=np.float32)  # not needed: scratch
+        with _faiss_threads(1):
+            indexes[p].search(queries[start:stop], n_cand, D=distances, I=out[p, start:stop])
+
+    if n_threads <= 1 or len(tasks) == 1:
+        for task in tasks:
+            search(task)
+        return
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(search, tasks))  # list(): re-raises a worker's exception
+
+
 def _build_hnsw(points: np.ndarray):
     """One faiss HNSW graph of ``points``, inserted in row order on one thread."""
     import faiss
@@ -474,6 +502,7 @@ def _build_hnsw(points: np.ndarray):
 
 # HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
 HNSW_PCA_DIM = 50
+HNSW_QUERY_CHUNK = 2048  # queries per single-threaded faiss search call (_search_in_chunks)
 HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
 HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
 HNSW_CANDIDATES_PER_PART = 35  # new points: 2 x 35, recall@15 0.9887 on MNIST-70k

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import ROW_BLOCK, claim
+
 
 @numba.njit(inline="always", cache=True)
 def _insert_sorted(best_d, best_i, d, j):
@@ -57,7 +59,7 @@ def manhattan_block(A, B, out):
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx, out_dist,
-                      out_rows, cand_dist):
+                      out_rows, cand_dist, n_workers):
     """Exact squared euclidean distances from queries to their candidate rows of ``data``;
     write the ``k`` nearest (sorted).
 
@@ -68,36 +70,45 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
     ``c < 0`` (missing) is skipped. The indirections let the caller pass the raw per-part
     search results and process queries in any order without copying them. A non-empty
     ``cand_dist``, shape (n_queries, n_parts * n_cand), receives every candidate's distance
-    in row ``r`` (``inf`` where missing), for :func:`add_reverse_candidates`.
+    in row ``r`` (``inf`` where missing), for :func:`add_reverse_candidates`. ``n_workers``
+    threads claim blocks of rows (:mod:`unimap._kernels.dynamic`).
     """
     n_parts, n_queries, n_cand = candidates.shape
     dim = data.shape[1]
     keep = cand_dist.shape[0] > 0
     if keep:
         cand_dist[:] = np.inf
-    for r in numba.prange(n_queries):
-        q = query_rows[r]
-        best_d = np.full(k, np.inf, dtype=np.float32)
-        best_i = np.full(k, -1, dtype=np.int64)
-        worst = np.float32(np.inf)
-        for p in range(n_parts):
-            for c in range(n_cand):
-                local = candidates[p, r, c]
-                if local < 0:
-                    continue
-                j = id_map[local * n_parts + p]
-                acc = np.float32(0.0)
-                for f in range(dim):
-                    diff = queries[q, f] - data[j, f]
-                    acc += diff * diff
-                if keep:
-                    cand_dist[r, p * n_cand + c] = acc
-                if acc < worst:
-                    worst = _insert_sorted(best_d, best_i, acc, j)
-        row = out_rows[r]
-        for m in range(k):
-            out_idx[row, m] = best_i[m]
-            out_dist[row, m] = best_d[m]
+    n_blocks = (n_queries + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        best_d = np.empty(k, dtype=np.float32)
+        best_i = np.empty(k, dtype=np.int64)
+        block = claim(next_block)
+        while block < n_blocks:
+            for r in range(block * ROW_BLOCK, min(n_queries, (block + 1) * ROW_BLOCK)):
+                q = query_rows[r]
+                best_d[:] = np.inf
+                best_i[:] = -1
+                worst = np.float32(np.inf)
+                for p in range(n_parts):
+                    for c in range(n_cand):
+                        local = candidates[p, r, c]
+                        if local < 0:
+                            continue
+                        j = id_map[local * n_parts + p]
+                        acc = np.float32(0.0)
+                        for f in range(dim):
+                            diff = queries[q, f] - data[j, f]
+                            acc += diff * diff
+                        if keep:
+                            cand_dist[r, p * n_cand + c] = acc
+                        if acc < worst:
+                            worst = _insert_sorted(best_d, best_i, acc, j)
+                row = out_rows[r]
+                for m in range(k):
+                    out_idx[row, m] = best_i[m]
+                    out_dist[row, m] = best_d[m]
+            block = claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True)
