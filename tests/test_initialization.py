@@ -133,3 +133,30 @@ def test_spectral_init_many_components_are_placed_apart():
     assert not overlap.any()
     Y2, _ = spectral_init(graph, 2, seed=0, data=data)
     np.testing.assert_array_equal(Y, Y2)
+
+
+def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
+    # The per-component sums behind the meta layout: bitwise those of one sparse product,
+    # computed a block of columns at a time, so that the traced peak stays far below the
+    # float64 copy of the data that one product made (6 GB for MNIST upsampled to 1M rows).
+    import tracemalloc
+
+    import scipy.sparse as sp
+
+    from unimap import initialization
+
+    rng = np.random.default_rng(0)
+    n, d, n_comp = 20000, 200, 500
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    labels = rng.integers(0, n_comp, n)
+    indicator = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_comp, n))
+    expected = np.asarray(indicator @ X, dtype=np.float64)
+    monkeypatch.setattr(initialization, "_CENTROID_BLOCK_BYTES", 8 * n * 16)  # 16 columns
+    tracemalloc.start()
+    try:
+        sums = initialization._component_sums(labels, n_comp, X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(sums, expected)
+    assert peak < 0.5 * (8 * n * d)  # the float64 copy would be 32 MB; blocks are 2.6 MB
