@@ -160,3 +160,25 @@ def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
         tracemalloc.stop()
     np.testing.assert_array_equal(sums, expected)
     assert peak < 0.5 * (8 * n * d)  # the float64 copy would be 32 MB; blocks are 2.6 MB
+
+
+def test_spectral_layout_does_not_depend_on_blas_threads():
+    # ARPACK's vector operations run on one BLAS thread: on MNIST-70k the layout's bits
+    # differed between 1 and 2 BLAS threads before, so the same seed gave another
+    # embedding on a machine with another core count.
+    import scipy.sparse as sp
+    from threadpoolctl import threadpool_limits
+
+    from unimap.initialization import spectral_layout
+
+    rng = np.random.default_rng(0)
+    n, k = 60000, 10
+    rows = np.repeat(np.arange(n), k)
+    cols = (rows + rng.integers(1, 500, rows.size)) % n  # a ring of local links: connected
+    G = sp.csr_matrix((rng.random(rows.size), (rows, cols)), shape=(n, n))
+    G = (G + G.T).tocsr()
+    layouts = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            layouts.append(spectral_layout(G, 2, seed=0))
+    np.testing.assert_array_equal(layouts[0], layouts[1])

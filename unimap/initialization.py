@@ -131,6 +131,7 @@ def _arpack_largest(adjacency, k, degrees, seed):
     double-precision ones (tol=1e-4 is far above float32's rounding).
     """
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+    from threadpoolctl import threadpool_limits
 
     n = adjacency.shape[0]
     rng = np.random.default_rng(seed)
@@ -138,12 +139,19 @@ def _arpack_largest(adjacency, k, degrees, seed):
     v0 = (np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)).astype(np.float32)
     small = min(n - 1, max(2 * k + 1, 16))
     large = min(n - 1, max(2 * k + 1, int(np.sqrt(n))))
-    try:
-        return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
-    except ArpackNoConvergence:
-        if large <= small:
-            raise
-        return eigsh(adjacency, k, which="LA", ncv=large, tol=1e-4, v0=v0, maxiter=n * 5)
+    # ARPACK's vector operations on one BLAS thread: the eigenvectors then do not depend on
+    # how many cores BLAS found (MNIST-70k: the layout's bits differed between 1 and 2
+    # threads), and a core held by another program does not stall BLAS's static split
+    # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
+    # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
+    with threadpool_limits(1, user_api="blas"):
+        try:
+            return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
+        except ArpackNoConvergence:
+            if large <= small:
+                raise
+            return eigsh(adjacency, k, which="LA", ncv=large, tol=1e-4, v0=v0,
+                         maxiter=n * 5)
 
 
 def spectral_init(
