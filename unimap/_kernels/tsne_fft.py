@@ -22,6 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import ROW_BLOCK, claim, workers
 from unimap._kernels.lowdim import student_t_pair
 
 
@@ -303,38 +304,54 @@ def apply_kernels_1d(spec, kspec, out):
     return total / L
 
 
-@numba.njit(parallel=True, cache=True)
 def gather_forces_2d(yc, order, box, weights, pot, forces):
     """Interpolate the node potentials to the points and combine them into the forces.
 
     ``phi_t = sum_nodes W(node) pot[t, node]`` and ``forces[order[k]] = yc[k] * phi_0 -
     (phi_1, phi_2)`` = ``sum_j w~_ij^((dof+1)/dof) (y_i - y_j)``: point arrays in box order,
-    ``forces`` in the caller's order; each iteration writes its own row.
+    ``forces`` in the caller's order; each point writes its own row, and numba's current
+    threads claim blocks of points (:mod:`unimap._kernels.dynamic`).
     """
-    p = weights.shape[2]
+    _gather_forces_2d(yc, order, box, weights, pot, forces, np.int64(workers()))
+
+
+@numba.njit(parallel=True, cache=True)
+def _gather_forces_2d(yc, order, box, weights, pot, forces, n_workers):
     n = order.shape[0]
-    for k in numba.prange(n):
-        a0 = box[k, 0] * p
-        b0 = box[k, 1] * p
-        f0 = 0.0
-        f1 = 0.0
-        f2 = 0.0
-        for a in range(p):
-            wa = weights[k, 0, a]
-            g0 = 0.0
-            g1 = 0.0
-            g2 = 0.0
-            for b in range(p):
-                wb = weights[k, 1, b]
-                g0 += wb * pot[0, a0 + a, b0 + b]
-                g1 += wb * pot[1, a0 + a, b0 + b]
-                g2 += wb * pot[2, a0 + a, b0 + b]
-            f0 += wa * g0
-            f1 += wa * g1
-            f2 += wa * g2
-        i = order[k]
-        forces[i, 0] = yc[k, 0] * f0 - f1
-        forces[i, 1] = yc[k, 1] * f0 - f2
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            for k in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
+                _gather_point_2d(yc, order, box, weights, pot, forces, k)
+            block = claim(next_block)
+
+
+@numba.njit(inline="always", cache=True)
+def _gather_point_2d(yc, order, box, weights, pot, forces, k):
+    p = weights.shape[2]
+    a0 = box[k, 0] * p
+    b0 = box[k, 1] * p
+    f0 = 0.0
+    f1 = 0.0
+    f2 = 0.0
+    for a in range(p):
+        wa = weights[k, 0, a]
+        g0 = 0.0
+        g1 = 0.0
+        g2 = 0.0
+        for b in range(p):
+            wb = weights[k, 1, b]
+            g0 += wb * pot[0, a0 + a, b0 + b]
+            g1 += wb * pot[1, a0 + a, b0 + b]
+            g2 += wb * pot[2, a0 + a, b0 + b]
+        f0 += wa * g0
+        f1 += wa * g1
+        f2 += wa * g2
+    i = order[k]
+    forces[i, 0] = yc[k, 0] * f0 - f1
+    forces[i, 1] = yc[k, 1] * f0 - f2
 
 
 @numba.njit(parallel=True, cache=True)

@@ -17,44 +17,66 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap._kernels.dynamic import ROW_BLOCK, claim, workers
 from unimap._kernels.lowdim import student_t, student_t_pair
 
 
-@numba.njit(parallel=True, cache=True)
 def attraction(indptr, indices, data, Yq, Yref, dof, out):
     """``out[i] = Σ_j p_ij t_ij (y_i − y_j)`` over row i of the CSR matrix P, with ``y_i`` from
     ``Yq`` and ``y_j`` from ``Yref`` (the same array in fit, the fixed embedding in transform).
 
     The hottest loop of t-SNE after the repulsion (MNIST-70k: ~9M non-zeros per iteration):
-    2-D has its own path with the accumulators in registers.
+    2-D has its own path with the accumulators in registers. Numba's current threads claim
+    blocks of rows (:mod:`unimap._kernels.dynamic`).
     """
+    _attraction_rows(indptr, indices, data, Yq, Yref, dof, out, np.int64(workers()))
+
+
+@numba.njit(parallel=True, cache=True)
+def _attraction_rows(indptr, indices, data, Yq, Yref, dof, out, n_workers):
     m, dim = Yq.shape
-    if dim == 2:
-        for i in numba.prange(m):
-            yi0, yi1 = Yq[i, 0], Yq[i, 1]
-            acc0, acc1 = 0.0, 0.0
-            for e in range(indptr[i], indptr[i + 1]):
-                j = indices[e]
-                d0 = yi0 - Yref[j, 0]
-                d1 = yi1 - Yref[j, 1]
-                f = data[e] * student_t(d0 * d0 + d1 * d1, dof)
-                acc0 += f * d0
-                acc1 += f * d1
-            out[i, 0] = acc0
-            out[i, 1] = acc1
-        return
-    for i in numba.prange(m):
+    n_blocks = (m + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            for i in range(block * ROW_BLOCK, min(m, (block + 1) * ROW_BLOCK)):
+                if dim == 2:
+                    _attraction_row_2d(indptr, indices, data, Yq, Yref, dof, out, i)
+                else:
+                    _attraction_row_nd(indptr, indices, data, Yq, Yref, dof, out, i)
+            block = claim(next_block)
+
+
+@numba.njit(inline="always", cache=True)
+def _attraction_row_2d(indptr, indices, data, Yq, Yref, dof, out, i):
+    yi0, yi1 = Yq[i, 0], Yq[i, 1]
+    acc0, acc1 = 0.0, 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        d0 = yi0 - Yref[j, 0]
+        d1 = yi1 - Yref[j, 1]
+        f = data[e] * student_t(d0 * d0 + d1 * d1, dof)
+        acc0 += f * d0
+        acc1 += f * d1
+    out[i, 0] = acc0
+    out[i, 1] = acc1
+
+
+@numba.njit(inline="always", cache=True)
+def _attraction_row_nd(indptr, indices, data, Yq, Yref, dof, out, i):
+    dim = Yq.shape[1]
+    for c in range(dim):
+        out[i, c] = 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        d2 = 0.0
         for c in range(dim):
-            out[i, c] = 0.0
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            d2 = 0.0
-            for c in range(dim):
-                diff = Yq[i, c] - Yref[j, c]
-                d2 += diff * diff
-            f = data[e] * student_t(d2, dof)
-            for c in range(dim):
-                out[i, c] += f * (Yq[i, c] - Yref[j, c])
+            diff = Yq[i, c] - Yref[j, c]
+            d2 += diff * diff
+        f = data[e] * student_t(d2, dof)
+        for c in range(dim):
+            out[i, c] += f * (Yq[i, c] - Yref[j, c])
 
 
 @numba.njit(parallel=True, cache=True)
@@ -107,7 +129,6 @@ def exact_repulsion_rows(Yq, Yref, dof, skip_self, forces, z_rows):
         z_rows[i] = z
 
 
-@numba.njit(parallel=True, cache=True)
 def gradient_step(Y, attr, rep, inv_z, exaggeration, update, gains, momentum, learning_rate,
                   min_gain, max_grad_norm, max_step_norm):
     """One step of gradient descent with momentum and per-coordinate gains (Jacobs 1988, as in
@@ -119,32 +140,47 @@ def gradient_step(Y, attr, rep, inv_z, exaggeration, update, gains, momentum, le
     (non-positive: no clipping); this keeps a point that sits on top of others from being
     thrown far away, which would also blow up the FFT grid.
     """
+    _gradient_step_rows(Y, attr, rep, inv_z, exaggeration, update, gains, momentum,
+                        learning_rate, min_gain, max_grad_norm, max_step_norm,
+                        np.int64(workers()))
+
+
+@numba.njit(parallel=True, cache=True)
+def _gradient_step_rows(Y, attr, rep, inv_z, exaggeration, update, gains, momentum,
+                        learning_rate, min_gain, max_grad_norm, max_step_norm, n_workers):
     n, dim = Y.shape
     per_row = inv_z.shape[0] > 1
-    for i in numba.prange(n):
-        # The gradient is computed twice instead of kept in a per-row array: an allocation
-        # inside the parallel loop costs a malloc per row, and two threads' buffers can share
-        # a cache line (see _tsne_forces_2d's tiles). Same expression, so the same bits.
-        scale_z = inv_z[i] if per_row else inv_z[0]
-        norm2 = 0.0
-        for c in range(dim):
-            g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
-            norm2 += g * g
-        shrink = 1.0
-        if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
-            shrink = max_grad_norm / np.sqrt(norm2)
-        step2 = 0.0
-        for c in range(dim):
-            g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z) * shrink
-            if (g > 0.0) != (update[i, c] > 0.0):
-                gains[i, c] += 0.2
-            else:
-                gains[i, c] = max(gains[i, c] * 0.8, min_gain)
-            update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * g
-            step2 += update[i, c] * update[i, c]
-        if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
-            shrink = max_step_norm / np.sqrt(step2)
-            for c in range(dim):
-                update[i, c] *= shrink
-        for c in range(dim):
-            Y[i, c] += update[i, c]
+    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    next_block = np.zeros(1, np.int64)
+    for _worker in numba.prange(n_workers):
+        block = claim(next_block)
+        while block < n_blocks:
+            for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
+                # The gradient is computed twice instead of kept in a per-row array: an
+                # allocation inside the parallel loop costs a malloc per row, and two threads'
+                # buffers can share a cache line (see _tsne_forces_2d's tiles). Same
+                # expression, so the same bits.
+                scale_z = inv_z[i] if per_row else inv_z[0]
+                norm2 = 0.0
+                for c in range(dim):
+                    g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
+                    norm2 += g * g
+                shrink = 1.0
+                if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
+                    shrink = max_grad_norm / np.sqrt(norm2)
+                step2 = 0.0
+                for c in range(dim):
+                    g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z) * shrink
+                    if (g > 0.0) != (update[i, c] > 0.0):
+                        gains[i, c] += 0.2
+                    else:
+                        gains[i, c] = max(gains[i, c] * 0.8, min_gain)
+                    update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * g
+                    step2 += update[i, c] * update[i, c]
+                if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
+                    shrink = max_step_norm / np.sqrt(step2)
+                    for c in range(dim):
+                        update[i, c] *= shrink
+                for c in range(dim):
+                    Y[i, c] += update[i, c]
+            block = claim(next_block)
