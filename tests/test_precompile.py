@@ -9,6 +9,7 @@ second process, and the listener below sees it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -21,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 # A user's session: each method on digits, fit then transform, and the quality scores.
 _USER_CALLS = """
 import json
+import os
 from numba.core import event
 listener = event.RecordingListener()
 event.register("numba:compile", listener)
@@ -55,6 +57,37 @@ def test_precompiled_kernels_leave_nothing_to_compile():
     assert compiled == [], f"compiled on first use despite the precompile step: {compiled}"
 
 
+_KEY_KERNELS = ("umap_sgd.sgd_epoch_edges_2d", "gdr_unnormalized._umap_epoch_2d",
+                "gdr_normalized._tsne_forces_2d", "bh_tree.build_tree", "tsne_fft.apply_kernels_2d")
+
+
+def test_cache_status_after_precompile():
+    # `unimap info` reports the kernels cached for this machine; after the precompile step
+    # (run by the first test of this file, and by this one again if alone) the key kernels
+    # are among them.
+    from unimap._precompile import cache_status
+
+    assert _python(["-m", "unimap._precompile", "--quiet"]).returncode == 0
+    status = cache_status()
+    assert status is not None
+    missing = [k for k in _KEY_KERNELS if not status.get(k)]
+    assert missing == []
+
+
+def test_info_reports_an_empty_cache(tmp_path):
+    # With numba's cache pointed at an empty folder nothing is compiled for this machine,
+    # and `unimap info` says the first calls will compile.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "unimap.cli", "info", "--json"],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["compiled_kernels"] == {"for_this_machine": 0, "cached": 0}
+    text = subprocess.run([sys.executable, "-m", "unimap.cli", "info"], capture_output=True,
+                          text=True, cwd=REPO, env=env, timeout=300, check=False).stdout
+    assert "first call compiles" in text
+
+
 def test_cli_precompile(capsys):
     from unimap.cli import main
 
@@ -73,8 +106,6 @@ def test_wheel_carries_the_compiled_kernels(tmp_path):
     (wheel,) = tmp_path.glob("unimap-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     indices = [n for n in names if n.endswith(".nbi")]
-    for kernel in ("umap_sgd.sgd_epoch_edges_2d", "gdr_unnormalized._umap_epoch_2d",
-                   "gdr_normalized._tsne_forces_2d", "bh_tree.build_tree",
-                   "tsne_fft.apply_kernels_2d"):
+    for kernel in _KEY_KERNELS:
         assert any(kernel in n for n in indices), f"{kernel} not compiled into the wheel"
     assert not [n for n in names if n.endswith(".pyc")]

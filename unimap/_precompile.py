@@ -99,6 +99,40 @@ def precompile(*, verbose: bool = False) -> dict[str, float]:
     return seconds
 
 
+def cache_status() -> dict[str, bool] | None:
+    """Which kernels numba's disk cache holds, and whether for this machine.
+
+    Returns
+    -------
+    status : dict of str to bool, or None
+        ``"module.function"`` of every kernel with a cache index, True where an entry was
+        compiled for this CPU, numba and Python (loaded, not compiled, on first use). None
+        where numba's cache internals are not as expected (another numba version).
+    """
+    import importlib
+    import pkgutil
+
+    try:
+        from numba.core.registry import cpu_target
+
+        import unimap._kernels as kernels
+
+        machine = cpu_target.target_context.codegen().magic_tuple()
+        status = {}
+        for info in pkgutil.iter_modules(kernels.__path__):
+            module = importlib.import_module(f"unimap._kernels.{info.name}")
+            for name, obj in vars(module).items():
+                cache_file = getattr(getattr(obj, "_cache", None), "_cache_file", None)
+                if cache_file is None or getattr(obj, "__module__", None) != module.__name__:
+                    continue
+                overloads = cache_file._load_index()  # numba's own index, {} when stale
+                if overloads:
+                    status[f"{info.name}.{name}"] = any(key[1] == machine for key in overloads)
+        return status
+    except Exception:  # numba's private cache API moved: say "unknown", never fail
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m unimap._precompile",

@@ -226,6 +226,15 @@ def _precompile(args) -> int:
     return precompile_main(["--quiet"] if args.quiet else [])
 
 
+def _kernel_cache_summary() -> dict | None:
+    from unimap._precompile import cache_status
+
+    status = cache_status()
+    if status is None:
+        return None
+    return {"for_this_machine": sum(status.values()), "cached": len(status)}
+
+
 def _info(args) -> int:
     import importlib.metadata
     import importlib.util
@@ -251,6 +260,7 @@ def _info(args) -> int:
         "core": {dist: version(dist) for dist in core},
         "optional": {dist: version(dist) for dist in optional},
         "gpu": None,  # no GPU backend yet
+        "compiled_kernels": _kernel_cache_summary(),
     }
     if args.json:
         print(json.dumps(info, indent=2))
@@ -263,6 +273,15 @@ def _info(args) -> int:
         ver = info["optional"][dist]
         print(f"  {dist:<13} {ver or 'not installed'}  ({use})")
     print("  GPU backend   none yet")
+    kernels = info["compiled_kernels"]
+    if kernels is None:
+        print("compiled kernels: unknown (numba's cache is not readable here)")
+    elif kernels["for_this_machine"]:
+        print(f"compiled kernels: {kernels['for_this_machine']} cached for this machine "
+              "(first calls load them)")
+    else:
+        print("compiled kernels: none for this machine: each method's first call compiles "
+              "(10-20 s); `unimap precompile` does it once now")
     return 0
 
 
