@@ -100,7 +100,7 @@ class AdaptiveThreads:
         self._clock = clock
         self._recent: list[float] = []
         self._reference = np.inf
-        self._next = self._current = self.max_threads
+        self._next = self.max_threads
         self._single_until = -1
         self._gap = probe_gap
         self._next_probe = warmup + window
@@ -114,12 +114,6 @@ class AdaptiveThreads:
         self._current = 1 if epoch < self._single_until else self._next
         self._numba.set_num_threads(self._current)
         self._start = self._clock()
-
-    @property
-    def current(self) -> int:
-        """Threads of the running epoch (set by :meth:`start_epoch`): the worker count of a
-        dynamically scheduled kernel (:mod:`unimap._kernels.dynamic`)."""
-        return self._current
 
     def end_epoch(self) -> None:
         elapsed = self._clock() - self._start

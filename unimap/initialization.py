@@ -277,7 +277,7 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     # block is then a slice. (graph[members][:, members] per component cost O(n) each: MNIST
     # upsampled to 1M rows has 69,717 components.) Members stay in ascending order, so each
     # block holds the same entries in the same order as before.
-    grouped = sp.csr_matrix(graph)[order][:, order] if len(sizes) > 1 else sp.csr_matrix(graph)
+    grouped = graph[order][:, order]
     large = np.flatnonzero(sizes > n_components + 1)
     for c, component_seed in zip(large, spawn_seeds(solver_seed, len(large)), strict=True):
         lo, hi = bounds[c], bounds[c + 1]

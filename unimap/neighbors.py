@@ -364,7 +364,6 @@ class _HNSWIndex:
     """
 
     def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit") -> None:
-
         from unimap._pca import fit_pca, project
 
         self.n_threads = n_threads

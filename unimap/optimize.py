@@ -88,6 +88,7 @@ def umap_sgd(
     -------
     embedding : ndarray of shape (n_rows, dim), float32
     """
+    from unimap._kernels.dynamic import workers
     from unimap._kernels.umap_sgd import sgd_epoch_edges_2d, sgd_epoch_edges_nd, sgd_epoch_rows
 
     emb = np.ascontiguousarray(head, dtype=np.float32).copy()
@@ -115,7 +116,7 @@ def umap_sgd(
             if tail is None:
                 snapshot[:] = emb
                 fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
-                          np.int64(threads.current))
+                          np.int64(workers()))
             else:
                 sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
                                alpha)
@@ -227,7 +228,7 @@ def full_batch_umap(
         lr = f32(learning_rate * (1.0 - epoch / n_epochs))
         umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
                    f32(UMAP_EPS), f32(FULL_BATCH_CLIP), lr, f32(momentum), np.uint64(seed),
-                   np.int64(epoch), False, threads.current)
+                   np.int64(epoch), False)
         threads.end_epoch()
         Y, Y_next = Y_next, Y
         if guard is not None:
