@@ -199,6 +199,7 @@ def full_batch_umap(
     repulsion_weight: float,
     guard: Any = None,
     row_ids: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> np.ndarray:
     """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
 
@@ -208,6 +209,7 @@ def full_batch_umap(
     (:func:`unimap._kernels.gdr.umap_epoch`). ``edges``, ``transposed`` and
     ``attraction_scale`` are :func:`unimap.forces.gdr_edge_arrays`'s. ``row_ids[r]`` is the
     input row of row ``r`` when the points were relabelled (named in a guard's error).
+    ``device="cuda"`` runs the epochs on the GPU (:mod:`unimap._cuda.gdr`, the same row code).
 
     Returns
     -------
@@ -218,6 +220,14 @@ def full_batch_umap(
     from unimap._threads import adaptive_threads
 
     f32 = np.float32
+    # the step size decays linearly to 0, one float32 per epoch
+    rates = [f32(learning_rate * (1.0 - epoch / n_epochs)) for epoch in range(n_epochs)]
+    if device == "cuda":
+        from unimap._cuda.gdr import full_batch_umap_cuda
+
+        return full_batch_umap_cuda(init, edges, transposed, attraction_scale, n_epochs, a, b,
+                                    seed, rates, momentum, n_negatives, repulsion_weight,
+                                    FULL_BATCH_CLIP, guard, row_ids)
     Y = np.array(init, dtype=np.float32, order="C")
     Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     weight, scale = f32(repulsion_weight), f32(attraction_scale)
@@ -225,10 +235,9 @@ def full_batch_umap(
     threads = adaptive_threads(Y.shape[0])
     for epoch in range(n_epochs):
         threads.start_epoch(epoch)
-        lr = f32(learning_rate * (1.0 - epoch / n_epochs))
         umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
-                   f32(UMAP_EPS), f32(FULL_BATCH_CLIP), lr, f32(momentum), np.uint64(seed),
-                   np.int64(epoch), False)
+                   f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
+                   np.uint64(seed), np.int64(epoch), False)
         threads.end_epoch()
         Y, Y_next = Y_next, Y
         if guard is not None:

@@ -45,6 +45,7 @@ from unimap._random import FitStreams, seed_from_random_state
 from unimap._threads import numba_threads, resolve_n_jobs
 from unimap._validation import check_embedding_finite, check_method_input
 from unimap.dask import is_dask_collection
+from unimap.device import DEVICES
 from unimap.methods._contract import EstimatorContract, not_fitted_error
 from unimap.neighbors import METHODS, METRICS
 
@@ -201,6 +202,7 @@ PIPELINE_CONSTRAINTS = {
     "precomputed_knn": Optional(ArrayLike()),
     "max_memory": MemorySize(),
     "verbose": Boolean(),
+    "device": Options(*DEVICES),
 }
 """The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""
 
@@ -215,10 +217,14 @@ class NeighborEmbedding(UnimapEstimator):
       ``n_neighbors_`` (kNN columns, the point itself included) and ``init_``;
     - ``_affinities(fit, knn_indices, knn_dists) -> P``: the matrix the optimizer follows;
     - ``_optimize(fit, init, seed) -> embedding``;
-    - ``_place(X) -> embedding`` for ``transform``.
+    - ``_place(X) -> embedding`` for ``transform``;
+
+    and may override ``_cuda_phases(fit)``: the phases with CUDA kernels
+    (:mod:`unimap.device`).
     """
 
     _scale = "box"
+    PHASES = ("neighbors", "affinities", "init", "optimize")
 
     # -- public API ------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> NeighborEmbedding:
@@ -245,6 +251,7 @@ class NeighborEmbedding(UnimapEstimator):
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
         fit.memory_estimate_ = self._check_memory(fit, X)
+        self._place_phases(fit)
         name = type(self).__name__
         with numba_threads(resolve_n_jobs(self.n_jobs)), \
                 ProgressBar(self.verbose, 4, name, unit="phase") as phases:
@@ -311,6 +318,32 @@ class NeighborEmbedding(UnimapEstimator):
         "them (open: a batch-independent distance kernel)")
 
     # -- shared steps ------------------------------------------------------------------------
+    def _place_phases(self, fit: SimpleNamespace) -> None:
+        """``fit.devices_`` (phase -> ``"cpu"`` or ``"cuda"``) and ``fit.device_`` (``"cuda"``
+        if any phase runs on the GPU) from the ``device`` parameter."""
+        import warnings
+
+        from unimap.device import resolve_device
+
+        device = resolve_device(self.device)
+        on_gpu = self._cuda_phases(fit) if device == "cuda" else ()
+        fit.devices_ = {phase: "cuda" if phase in on_gpu else "cpu" for phase in self.PHASES}
+        fit.device_ = "cuda" if on_gpu else "cpu"
+        if device == "cuda" and not on_gpu and self.device == "cuda":
+            warnings.warn(f"{type(self).__name__}{self._variant()} has no CUDA kernels yet; "
+                          "it runs on the CPU (devices_ records where each phase ran)",
+                          UserWarning, stacklevel=3)
+        elif on_gpu:
+            self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
+
+    def _cuda_phases(self, fit: SimpleNamespace) -> tuple[str, ...]:
+        """The phases of this fit that have CUDA kernels (none unless a method says so)."""
+        return ()
+
+    def _variant(self) -> str:
+        """How the CPU-fallback warning names the configuration (e.g. GDR's mode)."""
+        return ""
+
     def _check_new_points(self, X: Any) -> Any:
         self._check_can_transform()
         X = check_method_input(self._new_input(X), self.metric, square=False)

@@ -149,6 +149,10 @@ class GDR(NeighborEmbedding):
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
+        present. Inputs and outputs stay NumPy arrays on the host.
 
     Attributes
     ----------
@@ -177,6 +181,11 @@ class GDR(NeighborEmbedding):
     n_features_in_ : int
     timings_ : dict
         Seconds in ``neighbors``, ``affinities``, ``init``, ``optimize``, ``total``.
+    device_ : str
+        ``"cuda"`` if a phase ran on the GPU, else ``"cpu"``.
+    devices_ : dict
+        Where each phase ran: ``{"neighbors": ..., "affinities": ..., "init": ...,
+        "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap._memory`).
@@ -243,6 +252,7 @@ class GDR(NeighborEmbedding):
         precomputed_knn: tuple | None = None,
         max_memory: Any = "available",
         verbose: bool = False,
+        device: str = "auto",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -270,6 +280,7 @@ class GDR(NeighborEmbedding):
         self.precomputed_knn = precomputed_knn
         self.max_memory = max_memory
         self.verbose = verbose
+        self.device = device
 
     @property
     def _scale(self) -> str:
@@ -376,6 +387,12 @@ class GDR(NeighborEmbedding):
         step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
         return step, step
 
+    def _cuda_phases(self, fit) -> tuple[str, ...]:
+        return () if self.normalized else ("optimize",)
+
+    def _variant(self) -> str:
+        return "(normalized=True)" if self.normalized else ""
+
     # -- optimize --------------------------------------------------------------------------------
     def _optimize(self, fit, init, seed):
         if self.normalized:
@@ -399,7 +416,8 @@ class GDR(NeighborEmbedding):
         weight = self.repulsion_strength * fit.mean_weight_ * _REPULSION_RATE / fit.n_negatives_
         Y = full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
                             seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
-                            weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order)
+                            weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order,
+                            device=fit.devices_["optimize"])
         return Y if order is None else in_input_order(Y, order)
 
     def _optimize_normalized(self, fit, init, seed):

@@ -104,6 +104,10 @@ default="pca"
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
+        present. Inputs and outputs stay NumPy arrays on the host.
 
     Attributes
     ----------
@@ -128,6 +132,11 @@ default="pca"
     n_features_in_ : int
     timings_ : dict
         Seconds in ``neighbors``, ``affinities``, ``init``, ``optimize``, ``total``.
+    device_ : str
+        ``"cuda"`` if a phase ran on the GPU, else ``"cpu"``.
+    devices_ : dict
+        Where each phase ran: ``{"neighbors": ..., "affinities": ..., "init": ...,
+        "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap._memory`).
@@ -189,6 +198,7 @@ default="pca"
         callback: Any = None,
         callback_every: int = 50,
         verbose: bool = False,
+        device: str = "auto",
     ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
@@ -218,6 +228,7 @@ default="pca"
         self.callback = callback
         self.callback_every = callback_every
         self.verbose = verbose
+        self.device = device
 
     @property
     def P_(self):

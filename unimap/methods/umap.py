@@ -96,6 +96,10 @@ default="spectral"
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
         Print the phases and their times.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
+        present. Inputs and outputs stay NumPy arrays on the host.
 
     Attributes
     ----------
@@ -120,6 +124,11 @@ default="spectral"
     timings_ : dict
         Seconds spent in each phase: ``neighbors``, ``affinities``, ``init``, ``optimize``,
         ``total``.
+    device_ : str
+        ``"cuda"`` if a phase ran on the GPU, else ``"cpu"``.
+    devices_ : dict
+        Where each phase ran: ``{"neighbors": ..., "affinities": ..., "init": ...,
+        "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap._memory`).
@@ -163,6 +172,7 @@ default="spectral"
         precomputed_knn: tuple | None = None,
         max_memory: Any = "available",
         verbose: bool = False,
+        device: str = "auto",
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -184,6 +194,7 @@ default="spectral"
         self.precomputed_knn = precomputed_knn
         self.max_memory = max_memory
         self.verbose = verbose
+        self.device = device
 
     def _expected_failed_checks(self) -> dict[str, str]:
         return {**super()._expected_failed_checks(),

@@ -1,0 +1,77 @@
+"""Where a fit runs: the ``device`` parameter of the neighbour embeddings.
+
+``device="cpu"`` runs every phase with the numba kernels of :mod:`unimap._kernels`;
+``device="cuda"`` runs the phases that have CUDA kernels (:mod:`unimap._cuda`) on the GPU
+and the others on the CPU, and records which ran where in the fitted ``devices_``;
+``device="auto"`` means ``"cuda"`` when the ``gpu`` extra (numba-cuda) is installed and a
+GPU is usable, else ``"cpu"``.
+
+The CUDA kernels call the same row functions as the CPU kernels (numba compiles a ``@jit``
+function for the target of its caller), so a formula is written once. They run without a
+GPU in numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set before numba is imported),
+which is how the test suite checks them on machines without one; ``"auto"`` never picks the
+simulator.
+
+Inputs and outputs stay NumPy arrays on the host: the GPU phases copy their inputs to the
+device and their results back, so a model fitted on the GPU transforms on the CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+__all__ = ["DEVICES", "cuda_status", "resolve_device", "simulated"]
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def simulated() -> bool:
+    """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
+    from numba.core import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def cuda_status() -> tuple[bool, str]:
+    """``(usable, description)``: whether CUDA kernels can run here, and the GPU (or why not)."""
+    if simulated():
+        return True, "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"
+    try:
+        from numba import cuda
+    except Exception as exc:  # noqa: BLE001 - any import failure means no CUDA here
+        return False, f"numba.cuda cannot be imported ({exc})"
+    try:
+        if not cuda.is_available():
+            return False, "no usable CUDA driver and GPU were found (numba.cuda.is_available())"
+        device = cuda.get_current_device()
+    except Exception as exc:  # noqa: BLE001 - the driver reports errors of many kinds
+        return False, f"the CUDA driver failed ({exc})"
+    name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
+    major, minor = device.compute_capability
+    return True, f"{name} (compute capability {major}.{minor})"
+
+
+def _gpu_extra_installed() -> bool:
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
+def resolve_device(device: str) -> str:
+    """``"cpu"`` or ``"cuda"`` for a ``device`` parameter (see the module docstring).
+
+    Raises
+    ------
+    RuntimeError
+        ``device="cuda"`` where no GPU is usable, with the reason.
+    """
+    if device == "cpu":
+        return "cpu"
+    if device == "auto":
+        # Cheap test first: without the extra, numba.cuda (0.3 s to import) is not touched.
+        if simulated() or not _gpu_extra_installed():
+            return "cpu"
+        return "cuda" if cuda_status()[0] else "cpu"
+    usable, description = cuda_status()
+    if not usable:
+        raise RuntimeError(f"device='cuda', but {description}. Install unimap[gpu] on a "
+                           "machine with an NVIDIA GPU, or pass device='cpu' (or 'auto').")
+    return "cuda"
