@@ -52,6 +52,7 @@ def umap_sgd(
     callback: Callable[[int, np.ndarray], None] | None = None,
     max_weight: float | None = None,
     guard: Any = None,
+    device: str = "cpu",
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -83,6 +84,9 @@ def umap_sgd(
         it so that a new point's sampling does not depend on the other points of its batch.
     guard : :class:`unimap._guards.FiniteGuard`, optional
         Checks the embedding after every epoch.
+    device : {"cpu", "cuda"}, default="cpu"
+        ``"cuda"``: the fit's epochs run on the GPU (:mod:`unimap._cuda.umap`, the same edge
+        code); ``transform`` (``tail`` given) always runs on the CPU.
 
     Returns
     -------
@@ -105,6 +109,12 @@ def umap_sgd(
     f32 = np.float32
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
     seed = np.uint64(seed)
+    if device == "cuda" and tail is None:
+        from unimap._cuda.umap import umap_sgd_cuda
+
+        emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, learning_rate,
+                            guard, relabel, callback)
+        return emb if relabel is None else in_input_order(emb, relabel)
     snapshot = np.empty_like(emb)
     fit_epoch = sgd_epoch_edges_2d if emb.shape[1] == 2 else sgd_epoch_edges_nd
     with numba_threads(None) as max_threads:

@@ -9,27 +9,28 @@ run (no atomics), and the embedding matches the CPU's up to the GPU's float roun
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from numba import cuda
 
+from unimap._cuda.common import (
+    check_device_memory,
+    flag_nonfinite,
+    on_target,
+    rows_launch,
+    to_device,
+)
 from unimap._kernels.gdr_unnormalized import _momentum_step, _umap_row_2d, _umap_row_nd
 from unimap._kernels.lowdim import UMAP_EPS
 from unimap._kernels.rng import hash_combine, mix64
-from unimap.device import simulated
 
 __all__ = ["full_batch_umap_cuda", "device_bytes"]
-
-THREADS_PER_BLOCK = 256
 
 
 def _epoch_kernel(row):
     """The CUDA epoch kernel of a row function: thread i computes row i and steps it."""
-    step = _momentum_step
-    if simulated():  # the simulator runs kernels in Python, handing them wrapped arrays
-        row, step = _with_host_arrays(row), _with_host_arrays(step)
+    row, step = on_target(row), on_target(_momentum_step)
 
     def epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
               attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, epoch_hash):
@@ -42,52 +43,14 @@ def _epoch_kernel(row):
     return cuda.jit(fastmath=True)(epoch)
 
 
-def _with_host_arrays(function):
-    """``function`` called with the NumPy arrays behind the simulator's array wrappers
-    (``@jit`` functions cannot take the wrappers)."""
-    def call(*args):
-        return function(*(_host_array(arg) for arg in args))
-
-    return call
-
-
-def _host_array(value):
-    wrapped = getattr(value, "__dict__", {}).get("_item")  # FakeWithinKernelCUDAArray
-    return value if wrapped is None else wrapped._ary
-
-
 _umap_epoch_2d = _epoch_kernel(_umap_row_2d)
 _umap_epoch_nd = _epoch_kernel(_umap_row_nd)
-
-
-@cuda.jit
-def _flag_nonfinite(Y, F, flag):
-    """``flag[0] = 1`` if a coordinate of ``Y`` or ``F`` is NaN or infinite (every writer
-    writes the same value, so the race is harmless)."""
-    i = cuda.grid(1)
-    if i < Y.shape[0]:
-        for c in range(Y.shape[1]):
-            if not (math.isfinite(Y[i, c]) and math.isfinite(F[i, c])):
-                flag[0] = 1
 
 
 def device_bytes(n: int, dim: int, nnz: int, transposed_nnz: int) -> int:
     """Device memory of :func:`full_batch_umap_cuda`: Y, Y_out, F, V and the CSR arrays."""
     rows = 2 if transposed_nnz else 1
     return 4 * 4 * n * dim + rows * 8 * (n + 1) + 8 * (nnz + transposed_nnz) + 8
-
-
-def _check_device_memory(needed: int) -> None:
-    """Refuse before allocating what the GPU cannot hold (a CUDA out-of-memory midway would
-    leave the user a driver error instead of a reason)."""
-    try:
-        free, total = cuda.current_context().get_memory_info()
-    except Exception:  # noqa: BLE001 - the simulator has no memory to report
-        return
-    if needed > free:
-        raise MemoryError(f"GDR on the GPU needs {needed / 2**20:.0f} MiB of device memory for "
-                          f"its epochs; {free / 2**20:.0f} MiB of {total / 2**20:.0f} MiB are "
-                          "free. Free GPU memory, or fit with device='cpu'.")
 
 
 def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
@@ -99,16 +62,17 @@ def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
     holds each epoch's float32 step size). Returns the embedding on the host, float32."""
     f32 = np.float32
     n, dim = init.shape
-    _check_device_memory(device_bytes(n, dim, edges[1].shape[0], transposed[1].shape[0]))
+    check_device_memory(device_bytes(n, dim, edges[1].shape[0], transposed[1].shape[0]),
+                        "GDR's epochs on the GPU")
     Y = cuda.to_device(np.ascontiguousarray(init, dtype=np.float32))
     Y_next = cuda.device_array_like(Y)
     F = cuda.device_array_like(Y)
     V = cuda.to_device(np.zeros_like(init, dtype=np.float32))
-    csr = [cuda.to_device(np.ascontiguousarray(a_)) for a_ in (*edges, *transposed)]
+    csr = to_device(*edges, *transposed)
     use_t = transposed[0].shape[0] == n + 1
     flag = cuda.to_device(np.zeros(1, np.int32))
-    blocks = (n + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-    kernel = (_umap_epoch_2d if dim == 2 else _umap_epoch_nd)[blocks, THREADS_PER_BLOCK]
+    blocks, threads = rows_launch(n)
+    kernel = (_umap_epoch_2d if dim == 2 else _umap_epoch_nd)[blocks, threads]
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
     for epoch in range(n_epochs):
         kernel(Y, Y_next, F, V, *csr, use_t, f32(attraction_scale), float(n_negatives),
@@ -117,7 +81,7 @@ def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
                np.uint64(hash_combine(seed_hash, np.int64(epoch))))
         Y, Y_next = Y_next, Y
         if guard is not None:
-            _flag_nonfinite[blocks, THREADS_PER_BLOCK](Y, F, flag)
+            flag_nonfinite[blocks, threads](Y, F, flag)
             if flag.copy_to_host()[0]:  # the host arrays name the first bad row
                 guard.check(epoch, Y.copy_to_host(), row_ids, **{"the forces": F.copy_to_host()})
             guard.passed(epoch)

@@ -243,7 +243,11 @@ default="spectral"
                         learning_rate=self.learning_rate,
                         repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate,
-                        guard=self._epoch_guard(fit, UMAP_CAUSES))
+                        guard=self._epoch_guard(fit, UMAP_CAUSES),
+                        device=fit.devices_["optimize"])
+
+    def _cuda_phases(self, fit) -> tuple[str, ...]:
+        return ("optimize",)
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to

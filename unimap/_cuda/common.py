@@ -1,0 +1,83 @@
+"""What the CUDA kernels share: the simulator's array bridge, the finite flag, the memory
+check and the cooperative launch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+
+from unimap.device import simulated
+
+__all__ = ["THREADS_PER_BLOCK", "on_target", "flag_nonfinite", "check_device_memory",
+           "launch_cooperative"]
+
+THREADS_PER_BLOCK = 256
+SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
+
+
+def on_target(function):
+    """``function`` (a CPU ``@jit`` row or edge function) as a kernel calls it: as is on a
+    GPU (numba compiles it for CUDA), and with the NumPy arrays behind the simulator's array
+    wrappers in the simulator (``@jit`` functions cannot take the wrappers)."""
+    if not simulated():
+        return function
+
+    def call(*args):
+        return function(*(_host_array(arg) for arg in args))
+
+    return call
+
+
+def _host_array(value):
+    wrapped = getattr(value, "__dict__", {}).get("_item")  # FakeWithinKernelCUDAArray
+    return value if wrapped is None else wrapped._ary
+
+
+@cuda.jit
+def flag_nonfinite(Y, F, flag):
+    """``flag[0] = 1`` if a coordinate of ``Y`` or ``F`` is NaN or infinite (every writer
+    writes the same value, so the race is harmless)."""
+    i = cuda.grid(1)
+    if i < Y.shape[0]:
+        for c in range(Y.shape[1]):
+            if not (math.isfinite(Y[i, c]) and math.isfinite(F[i, c])):
+                flag[0] = 1
+
+
+def check_device_memory(needed: int, what: str) -> None:
+    """Refuse before allocating what the GPU cannot hold (a CUDA out-of-memory midway would
+    leave the user a driver error instead of a reason)."""
+    try:
+        free, total = cuda.current_context().get_memory_info()
+    except Exception:  # noqa: BLE001 - the simulator has no memory to report
+        return
+    if needed > free:
+        raise MemoryError(f"{what} needs {needed / 2**20:.0f} MiB of device memory; "
+                          f"{free / 2**20:.0f} MiB of {total / 2**20:.0f} MiB are free. "
+                          "Free GPU memory, or fit with device='cpu'.")
+
+
+def rows_launch(n: int) -> tuple[int, int]:
+    """``(blocks, threads)`` for one thread per row."""
+    threads = SIMULATED_THREADS if simulated() else THREADS_PER_BLOCK
+    return (n + threads - 1) // threads, threads
+
+
+def launch_cooperative(kernel, work: int, *args) -> None:
+    """Launch ``kernel`` (which syncs its whole grid) with as many blocks as can be resident
+    at once, at most one thread per item of ``work``; its loops stride over the grid."""
+    if simulated():  # the simulator syncs a grid of one block
+        kernel[1, SIMULATED_THREADS](*args)
+        return
+    specialized = kernel.specialize(*args)
+    compiled = next(iter(specialized.overloads.values()))
+    resident = compiled.max_cooperative_grid_blocks(THREADS_PER_BLOCK)
+    blocks = max(1, min(resident, (work + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK))
+    specialized[blocks, THREADS_PER_BLOCK](*args)
+
+
+def to_device(*arrays: np.ndarray) -> list:
+    """Contiguous device copies of host arrays."""
+    return [cuda.to_device(np.ascontiguousarray(array)) for array in arrays]

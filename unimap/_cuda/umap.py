@@ -1,0 +1,99 @@
+"""UMAP's edge-sampled SGD epochs on a GPU: the CPU kernel's edge code, one edge per thread.
+
+The fit's directed edges are sorted into colour classes in which no two edges share a point
+(:mod:`unimap._kernels.umap_sgd`). One cooperative kernel launch runs an epoch: it copies the
+embedding to the negative samples' snapshot, then runs the classes one after the other with
+a grid-wide barrier between them, each edge of a class on its own thread calling the CPU
+kernel's edge function compiled for CUDA. Every point is written by one thread at a time in
+a fixed order and the negative samples come from a counter-based hash, so the same seed gives
+bitwise the same embedding run after run, with no atomics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from unimap._cuda.common import (
+    check_device_memory,
+    flag_nonfinite,
+    launch_cooperative,
+    on_target,
+    rows_launch,
+    to_device,
+)
+from unimap._kernels.rng import mix64
+from unimap._kernels.umap_sgd import _edge_2d, _edge_nd
+
+__all__ = ["umap_sgd_cuda", "device_bytes"]
+
+
+def _epoch_kernel(edge):
+    """The cooperative epoch kernel of an edge function (see the module docstring)."""
+    edge = on_target(edge)
+
+    def epoch(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+              epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+        grid = cuda.cg.this_grid()
+        first = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for i in range(first, emb.shape[0], stride):
+            for d in range(emb.shape[1]):
+                snapshot[i, d] = emb[i, d]
+        grid.sync()
+        for c in range(class_ptr.shape[0] - 1):
+            for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
+                edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                     epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha)
+            grid.sync()
+
+    return cuda.jit(fastmath=True)(epoch)
+
+
+_sgd_epoch_2d = _epoch_kernel(_edge_2d)
+_sgd_epoch_nd = _epoch_kernel(_edge_nd)
+
+
+def device_bytes(n: int, dim: int, n_edges: int, n_classes: int) -> int:
+    """Device memory of :func:`umap_sgd_cuda`: the embedding and its snapshot, the edges'
+    ends and schedules, the class offsets."""
+    return 2 * 4 * n * dim + n_edges * (2 * 4 + 4 * 8) + 8 * (n_classes + 1) + 8
+
+
+def umap_sgd_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int, a, b, gamma,
+                  seed: np.uint64, learning_rate: float, guard: Any = None,
+                  relabel: np.ndarray | None = None, callback: Any = None) -> np.ndarray:
+    """The fit epochs of :func:`unimap.optimize.umap_sgd` on the GPU.
+
+    ``edges`` = (heads, tails, class_ptr) and ``schedule`` = (epochs_per_sample, next_sample,
+    epochs_per_negative, next_negative) are the CPU kernel's arrays
+    (:func:`unimap.optimize._sampling_plan`); ``a``, ``b``, ``gamma`` float32. Returns the
+    embedding on the host (float32); ``callback(epoch, embedding)`` gets a host copy.
+    """
+    f32 = np.float32
+    n, dim = emb.shape
+    heads, tails, class_ptr = edges
+    check_device_memory(device_bytes(n, dim, heads.shape[0], class_ptr.shape[0] - 1),
+                        "UMAP's epochs on the GPU")
+    d_emb, d_heads, d_tails, d_class_ptr = to_device(emb, heads, tails, class_ptr)
+    d_schedule = to_device(*schedule)  # the next_* arrays advance on the device
+    snapshot = cuda.device_array_like(d_emb)
+    flag = cuda.to_device(np.zeros(1, np.int32))
+    kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
+    seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
+    blocks, threads = rows_launch(n)
+    for epoch in range(n_epochs):
+        alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
+        launch_cooperative(kernel, heads.shape[0], d_emb, snapshot, d_heads, d_tails,
+                           d_class_ptr, *d_schedule, seed_hash, np.int64(epoch), a, b, gamma,
+                           alpha)
+        if guard is not None:
+            flag_nonfinite[blocks, threads](d_emb, d_emb, flag)
+            if flag.copy_to_host()[0]:
+                guard.check(epoch, d_emb.copy_to_host(), relabel)
+            guard.passed(epoch)
+        if callback is not None:
+            callback(epoch, d_emb.copy_to_host())
+    return d_emb.copy_to_host()
