@@ -35,7 +35,7 @@ def _host_array(value):
     return value if wrapped is None else wrapped._ary
 
 
-@cuda.jit
+@cuda.jit(cache=True)
 def flag_nonfinite(Y, F, flag):
     """``flag[0] = 1`` if a coordinate of ``Y`` or ``F`` is NaN or infinite (every writer
     writes the same value, so the race is harmless)."""

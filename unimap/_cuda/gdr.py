@@ -28,23 +28,34 @@ from unimap._kernels.rng import hash_combine, mix64
 __all__ = ["full_batch_umap_cuda", "device_bytes"]
 
 
-def _epoch_kernel(row):
-    """The CUDA epoch kernel of a row function: thread i computes row i and steps it."""
-    row, step = on_target(row), on_target(_momentum_step)
+# The kernels are written out per dimension (not made by a factory) so that numba-cuda can
+# cache them on disk: a closure's code is not cacheable, and a fresh process would compile
+# them again. on_target: see unimap._cuda.common.
+_row_2d, _row_nd, _step = (on_target(f) for f in (_umap_row_2d, _umap_row_nd, _momentum_step))
 
-    def epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-              attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, epoch_hash):
-        i = cuda.grid(1)
-        if i < Y.shape[0]:
-            row(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+
+@cuda.jit(fastmath=True, cache=True)
+def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum,
+                   epoch_hash):
+    """One epoch, thread i computing row i's forces and step (see the module docstring)."""
+    i = cuda.grid(1)
+    if i < Y.shape[0]:
+        _row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, False)
-            step(Y, Y_out, F, V, i, clip, lr, momentum)
-
-    return cuda.jit(fastmath=True)(epoch)
+        _step(Y, Y_out, F, V, i, clip, lr, momentum)
 
 
-_umap_epoch_2d = _epoch_kernel(_umap_row_2d)
-_umap_epoch_nd = _epoch_kernel(_umap_row_nd)
+@cuda.jit(fastmath=True, cache=True)
+def _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum,
+                   epoch_hash):
+    """:func:`_umap_epoch_2d` in any dimension."""
+    i = cuda.grid(1)
+    if i < Y.shape[0]:
+        _row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, False)
+        _step(Y, Y_out, F, V, i, clip, lr, momentum)
 
 
 def device_bytes(n: int, dim: int, nnz: int, transposed_nnz: int) -> int:

@@ -30,30 +30,48 @@ from unimap._kernels.umap_sgd import _edge_2d, _edge_nd
 __all__ = ["umap_sgd_cuda", "device_bytes"]
 
 
-def _epoch_kernel(edge):
-    """The cooperative epoch kernel of an edge function (see the module docstring)."""
-    edge = on_target(edge)
+# Written out per dimension, not made by a factory, so that numba-cuda caches them on disk
+# (see unimap._cuda.gdr).
+_edge_on_2d, _edge_on_nd = on_target(_edge_2d), on_target(_edge_nd)
 
-    def epoch(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-              epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
-        grid = cuda.cg.this_grid()
-        first = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        for i in range(first, emb.shape[0], stride):
-            for d in range(emb.shape[1]):
-                snapshot[i, d] = emb[i, d]
+
+@cuda.jit(device=True, inline="always")
+def _copy_rows(emb, snapshot, first, stride):
+    for i in range(first, emb.shape[0], stride):
+        for d in range(emb.shape[1]):
+            snapshot[i, d] = emb[i, d]
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _sgd_epoch_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    """One epoch: the snapshot, then the classes with a grid barrier after each."""
+    grid = cuda.cg.this_grid()
+    first, stride = cuda.grid(1), cuda.gridsize(1)
+    _copy_rows(emb, snapshot, first, stride)
+    grid.sync()
+    for c in range(class_ptr.shape[0] - 1):
+        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
+            _edge_on_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                        epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                        alpha)
         grid.sync()
-        for c in range(class_ptr.shape[0] - 1):
-            for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
-                edge(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
-                     epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha)
-            grid.sync()
-
-    return cuda.jit(fastmath=True)(epoch)
 
 
-_sgd_epoch_2d = _epoch_kernel(_edge_2d)
-_sgd_epoch_nd = _epoch_kernel(_edge_nd)
+@cuda.jit(fastmath=True, cache=True)
+def _sgd_epoch_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    """:func:`_sgd_epoch_2d` in any dimension."""
+    grid = cuda.cg.this_grid()
+    first, stride = cuda.grid(1), cuda.gridsize(1)
+    _copy_rows(emb, snapshot, first, stride)
+    grid.sync()
+    for c in range(class_ptr.shape[0] - 1):
+        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
+            _edge_on_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                        epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                        alpha)
+        grid.sync()
 
 
 def device_bytes(n: int, dim: int, n_edges: int, n_classes: int) -> int:
