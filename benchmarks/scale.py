@@ -50,20 +50,55 @@ def data(n: int, source: str) -> np.ndarray:
     return out
 
 
-def fit_one(method: str, n: int, source: str) -> dict:
+def fit_one(method: str, n: int, source: str, device: str = "cpu") -> dict:
     import unimap
 
     X = data(n, source)
     make = {"GDR": unimap.GDR, "UMAP": unimap.UMAP, "TSNE": unimap.TSNE}[method]
-    make(random_state=0).fit(X[:3000])
+    make(random_state=0, device=device).fit(X[:3000])
     base = _status("VmRSS:")
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")
-    model = make(random_state=0).fit(X)
-    return {"method": method, "n": n, "source": source,
+    with _DeviceMemoryPeak(device) as gpu:
+        model = make(random_state=0, device=device).fit(X)
+    return {"method": method, "n": n, "source": source, "device": device,
             "timings": {k: round(v, 1) for k, v in model.timings_.items()},
             "peak_mb": round((_status("VmHWM:") - base) / MiB),
+            "device_peak_mb": gpu.peak_mb, "devices": model.devices_,
             "estimate_mb": round(model.memory_estimate_ / MiB), "knn": model.knn_method_}
+
+
+class _DeviceMemoryPeak:
+    """Peak GPU memory in use during a block, over what was in use before it (polled every
+    10 ms from the driver's free-memory figure; None on the CPU)."""
+
+    def __init__(self, device: str) -> None:
+        self.device, self.peak_mb = device, None
+
+    def __enter__(self):
+        if self.device != "cuda":
+            return self
+        import threading
+
+        from numba import cuda
+
+        context = cuda.current_context()
+        self._free0 = self._least = context.get_memory_info()[0]
+        self._stop = threading.Event()
+
+        def poll():
+            while not self._stop.wait(0.01):
+                self._least = min(self._least, context.get_memory_info()[0])
+
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.device == "cuda":
+            self._stop.set()
+            self._thread.join()
+            self.peak_mb = round((self._free0 - self._least) / MiB)
 
 
 def _steal() -> float:
@@ -84,19 +119,21 @@ def main() -> None:
     parser.add_argument("--methods", default="GDR,UMAP")
     parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--source", default="gauss", choices=("gauss", "mnist"))
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        method, n, source = args.worker
-        print(json.dumps(fit_one(method, int(n), source)))
+        method, n, source, device = args.worker
+        print(json.dumps(fit_one(method, int(n), source, device)))
         return
     rows = []
     for method in args.methods.split(","):
         for n in map(int, args.sizes.split(",")):
             load, steal = os.getloadavg()[0], _steal()
             proc = subprocess.run([sys.executable, "-W", "ignore", __file__, "--worker", method,
-                                   str(n), args.source], capture_output=True, text=True)
+                                   str(n), args.source, args.device], capture_output=True,
+                                  text=True)
             if proc.returncode:
                 raise RuntimeError(proc.stderr[-3000:])
             row = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -104,13 +141,16 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     lines = ["| method | data | n | total s | kNN s | affinities s | init s | optimize s | "
-             "peak MiB | estimate MiB | load / steal % at start |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "peak MiB | estimate MiB | GPU peak MiB | phases on GPU | "
+             "load / steal % at start |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         t = r["timings"]
         lines.append(f"| {r['method']} | {r['source']} | {r['n']:,} | {t['total']} | "
                      f"{t['neighbors']} | {t['affinities']} | {t['init']} | {t['optimize']} | "
-                     f"{r['peak_mb']} | {r['estimate_mb']} | {r['load']} / {r['steal']} |")
+                     f"{r['peak_mb']} | {r['estimate_mb']} | {r['device_peak_mb'] or '-'} | "
+                     f"{','.join(k for k, v in r['devices'].items() if v == 'cuda') or '-'} | "
+                     f"{r['load']} / {r['steal']} |")
     for method in args.methods.split(","):
         mine = {r["n"]: r["timings"]["total"] for r in rows if r["method"] == method}
         if len(mine) > 1:
@@ -122,7 +162,7 @@ def main() -> None:
     if args.out:
         args.out.write_text(f"# Scaling on one machine\n\n`python benchmarks/scale.py "
                             f"--methods {args.methods} --sizes {args.sizes} --source "
-                            f"{args.source}`\n\n{text}\n")
+                            f"{args.source} --device {args.device}`\n\n{text}\n")
 
 
 if __name__ == "__main__":
