@@ -84,7 +84,7 @@ for f in fits[:2]:
     print(trustworthiness(X, f.embedding_, 10), knn_accuracy(f.embedding_, y, 10))
 """)
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["cuda", "cuda", "cpu"]
+    assert lines[0].split() == ["cuda", "cuda", "cuda"]
     assert lines[1] == "1"  # bitwise the same run after run: no atomics, counter-based RNG
     (t_cpu, acc_cpu), (t_gpu, acc_gpu) = (map(float, line.split()) for line in lines[2:4])
     # 200 points and 60 epochs: the two runs part after the first epochs' rounding, so they
@@ -116,6 +116,52 @@ for dim, devices in ((2, ("cpu", "cuda", "cuda")), (3, ("cpu", "cuda"))):
         assert float(acc_gpu) >= float(acc_cpu) - 0.02
 
 
+KNN = """
+import numpy as np
+from sklearn.datasets import make_blobs
+from unimap.neighbors import NeighborIndex
+def graphs(X, k, metric="euclidean"):
+    cpu = NeighborIndex(metric, "exact").build(X).knn_graph(k)
+    index = NeighborIndex(metric, "auto", device="cuda").build(X)
+    return cpu, index.knn_graph(k), index
+"""
+
+
+def test_the_gpu_knn_graph_is_exact_on_narrow_data_and_close_on_wide():
+    out = run_simulated(KNN + """
+for d, metric in ((20, "euclidean"), (20, "cosine"), (120, "euclidean")):
+    X, _ = make_blobs(300, n_features=d, centers=5, cluster_std=3.0, random_state=0)
+    X = X.astype(np.float32)
+    cpu, gpu, index = graphs(X, 15, metric)
+    same = np.mean([len(np.intersect1d(a, b)) / 15 for a, b in zip(cpu.indices, gpu.indices)])
+    self_first = int((gpu.indices[:, 0] == np.arange(300)).all())
+    gap = float(np.abs(np.sort(cpu.distances, 1) - np.sort(gpu.distances, 1)).max())
+    print(d, metric, index.method_, gpu.method, same, self_first, gap)
+""")
+    for line in out.strip().splitlines():
+        d, metric, method, graph_method, same, self_first, gap = line.split()
+        assert (method, graph_method, self_first) == ("cuda", "cuda", "1")
+        if d == "20":  # unreduced: the brute force is exact (the same up to float rounding)
+            assert float(same) >= 0.999 and float(gap) <= 1e-3
+        else:  # 120-D searched in a 50-D projection with 64 candidates, re-ranked exactly
+            assert float(same) >= 0.98
+
+
+def test_a_model_fitted_with_the_gpu_knn_transforms_and_saves_on_the_cpu():
+    out = run_simulated("""
+import numpy as np, tempfile, os, unimap
+from sklearn.datasets import make_blobs
+X, _ = make_blobs(260, n_features=80, centers=4, random_state=0)
+est = unimap.UMAP(n_epochs=10, random_state=0, device="cuda").fit(X[:200])
+new = est.transform(X[200:])
+path = os.path.join(tempfile.mkdtemp(), "m.unimap")
+est.save(path)
+again = unimap.load(path).transform(X[200:])
+print(est.knn_method_, est._index._cpu.method_, int(np.array_equal(new, again)), new.shape)
+""")
+    assert out.split()[:3] == ["cuda", "exact", "1"]
+
+
 def test_the_guard_stops_a_non_finite_epoch_on_cuda():
     out = run_simulated(EDGES + """
 from unimap._guards import FiniteGuard, NonFiniteError
@@ -136,17 +182,22 @@ def test_methods_without_cuda_kernels_warn_and_run_on_the_cpu():
 import warnings, unimap
 from sklearn.datasets import make_blobs
 X, _ = make_blobs(80, n_features=5, random_state=0)
-for est in (unimap.TSNE(random_state=0, device="cuda"),
-            unimap.GDR(normalized=True, n_epochs=30, random_state=0, device="cuda"),
-            unimap.GDR(n_epochs=30, random_state=0, device="auto")):
+for est in (unimap.TSNE(random_state=0, device="cuda", knn_method="exact"),
+            unimap.GDR(normalized=True, n_epochs=30, random_state=0, device="cuda",
+                       knn_method="exact"),
+            unimap.GDR(n_epochs=30, random_state=0, device="auto"),
+            unimap.TSNE(random_state=0, device="cuda")):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est.fit(X)
     cuda_warnings = [str(w.message) for w in caught if "CUDA" in str(w.message)]
     print(est.device_, set(est.devices_.values()), len(cuda_warnings), cuda_warnings)
 """)
-    tsne, normalized, auto = out.strip().splitlines()
+    tsne, normalized, auto, tsne_knn = out.strip().splitlines()
     assert tsne.startswith("cpu {'cpu'} 1") and "TSNE has no CUDA kernels" in tsne
+    # with the default knn_method, TSNE's neighbours run on the GPU: no warning then
+    assert tsne_knn.startswith("cuda {'cpu', 'cuda'} 0") or tsne_knn.startswith(
+        "cuda {'cuda', 'cpu'} 0")
     assert normalized.startswith("cpu {'cpu'} 1") and "normalized=True" in normalized
     assert auto.startswith("cpu {'cpu'} 0")  # auto never picks the simulator
 
@@ -217,7 +268,7 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
 
     monkeypatch.setattr(dispatcher, "get_current_device",
                         lambda: types.SimpleNamespace(compute_capability=(9, 0)))
-    from unimap._cuda import common, gdr, umap
+    from unimap._cuda import common, gdr, knn, umap
 
     f2 = nt.float32[:, ::1]
     csr = (nt.int64[::1], nt.int32[::1], nt.float32[::1])
@@ -232,5 +283,10 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     for kernel in (umap._sgd_epoch_2d, umap._sgd_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "cudaCGSynchronize" in ptx  # the grid sync between classes
+    i4, f4 = nt.int32[:, ::1], nt.float32[:, ::1]
+    ptx, _ = cuda.compile_ptx(knn._top_candidates.py_func, (f2, nt.int64, i4, f4), cc=(9, 0))
+    assert ".entry" in ptx and ".shared" in ptx  # the staged tile
+    ptx, _ = cuda.compile_ptx(knn._rerank.py_func, (f2, i4, nt.int64, i4, f4), cc=(9, 0))
+    assert ".entry" in ptx
     ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, f2, nt.int32[::1]), cc=(9, 0))
     assert ".entry" in ptx

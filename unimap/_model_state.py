@@ -269,7 +269,8 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
     """What rebuilds ``index`` (a :class:`unimap.neighbors.NeighborIndex`, or None when fitted
     with ``precomputed_knn``): its settings, and its data unless dropped.
 
-    exact: the prepared training rows (float32; unit rows for cosine/correlation). hnsw: the
+    exact (and cuda, a graph built on the GPU): the prepared training rows (float32; unit rows
+    for cosine/correlation). hnsw: the
     same rows, from which the faiss graphs are rebuilt at load time, and the PCA projection
     they were built on. nndescent: the rows pynndescent indexes (it rebuilds on demand, as
     after unpickling). precomputed distances: nothing but the number of training points.
@@ -323,7 +324,8 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     method = info.get("method_")
     if info.get("metric") != metric or metric not in METRICS:
         raise ValueError(f"index metric {info.get('metric')!r} is not the model's {metric!r}")
-    if method not in ("exact", "hnsw", "nndescent") or info.get("method") not in METHODS or (
+    if method not in ("exact", "hnsw", "nndescent", "cuda") or (
+            info.get("method") not in METHODS) or (
             metric == "precomputed" and method != "exact"):
         raise ValueError(f"unknown neighbour index method {info.get('method')!r} / {method!r}")
     if info.get("n_samples") != n_samples:
@@ -347,6 +349,8 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
         index._nnd_data, index._nnd = data, None
         return index
     index._data = data
+    if method == "cuda":  # built on the GPU; queries go to a CPU index built on first use
+        index._cpu = None
     if method == "hnsw":
         index._hnsw = _restore_hnsw(info.get("hnsw"), data, index.n_threads_, arrays)
     return index

@@ -150,14 +150,20 @@ class NeighborIndex:
         Threads for the backend (-1: all cores).
     random_state : int, optional
         Seed for randomised backends.
+    device : {"cpu", "cuda"}, default="cpu"
+        ``"cuda"`` with ``method="auto"``: the kNN graph of the indexed points is computed on
+        the GPU where :func:`unimap._cuda.knn.usable` says it serves (``method_ = "cuda"``);
+        queries for new points still run on the CPU, with the backend ``"auto"`` would pick,
+        built on the first query.
     """
 
     def __init__(self, metric: str = "euclidean", method: str = "auto", n_jobs: int = -1,
-                 random_state: int | None = None) -> None:
+                 random_state: int | None = None, device: str = "cpu") -> None:
         self.metric = metric
         self.method = method
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.device = device
 
     # -- building ---------------------------------------------------------------------------
     def build(self, X: Any) -> NeighborIndex:
@@ -176,6 +182,9 @@ class NeighborIndex:
             self.method_ = "exact"
             self._data = np.ascontiguousarray(X, dtype=np.float32)
             return self
+        if self.serves_on_gpu(X.shape[0], 1) and not sp.issparse(X):
+            self.method_, self._data, self._cpu = "cuda", _prepare(X, self.metric), None
+            return self
         self.method_ = self._choose_method(X)
         if sp.issparse(X):
             X = X.toarray()
@@ -186,6 +195,21 @@ class NeighborIndex:
             self._nnd_data = np.ascontiguousarray(X, dtype=np.float32)
             self._nnd = None
         return self
+
+    def serves_on_gpu(self, n: int, n_neighbors: int) -> bool:
+        """Whether the kNN graph of ``n`` dense points runs on the GPU (see ``device``)."""
+        if getattr(self, "device", "cpu") != "cuda" or self.method != "auto":
+            return False
+        from unimap._cuda.knn import usable  # imports numba.cuda: only for device="cuda"
+
+        return usable(n, n_neighbors, self.metric)
+
+    def _cpu_index(self) -> NeighborIndex:
+        """The CPU index that answers queries of a GPU-built one (built on first use)."""
+        if getattr(self, "_cpu", None) is None:
+            self._cpu = NeighborIndex("euclidean", "auto", self.n_jobs,
+                                      self.random_state).build(self._data)
+        return self._cpu
 
     def _choose_method(self, X: Any) -> str:
         n = X.shape[0]
@@ -237,6 +261,14 @@ class NeighborIndex:
                 idx, dist = _exact_query(self._data, self._data, k - 1, self.metric, 0)
         elif self.method_ == "hnsw":
             idx, dist = self._hnsw.search(self._data, k)
+        elif self.method_ == "cuda":
+            from unimap._cuda.knn import MAX_CANDIDATES, knn_graph_cuda
+
+            if k > MAX_CANDIDATES:
+                graph = self._cpu_index().knn_graph(k)
+                return KNNGraph(graph.indices, _finish_distances(graph.distances, self.metric),
+                                self.metric, graph.method)
+            idx, dist = knn_graph_cuda(self._data, k)
         else:
             idx, dist = self._nndescent_graph(k)
         if self.metric != "precomputed":
@@ -263,6 +295,9 @@ class NeighborIndex:
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
             return idx.astype(np.int32), dist
         Yp = _prepare(Y, self.metric)
+        if self.method_ == "cuda":  # new points: on the CPU, by the euclidean index
+            idx, dist = self._cpu_index().query(Yp, k)
+            return idx, _finish_distances(dist, self.metric)
         if self.method_ == "hnsw":
             idx, dist = self._hnsw.search(Yp, k)
         elif self.method_ == "nndescent":

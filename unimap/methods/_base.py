@@ -251,7 +251,7 @@ class NeighborEmbedding(UnimapEstimator):
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
         fit.memory_estimate_ = self._check_memory(fit, X)
-        self._place_phases(fit)
+        self._place_phases(fit, X)
         name = type(self).__name__
         with numba_threads(resolve_n_jobs(self.n_jobs)), \
                 ProgressBar(self.verbose, 4, name, unit="phase") as phases:
@@ -318,7 +318,7 @@ class NeighborEmbedding(UnimapEstimator):
         "them (open: a batch-independent distance kernel)")
 
     # -- shared steps ------------------------------------------------------------------------
-    def _place_phases(self, fit: SimpleNamespace) -> None:
+    def _place_phases(self, fit: SimpleNamespace, X: Any) -> None:
         """``fit.devices_`` (phase -> ``"cpu"`` or ``"cuda"``) and ``fit.device_`` (``"cuda"``
         if any phase runs on the GPU) from the ``device`` parameter."""
         import warnings
@@ -326,7 +326,7 @@ class NeighborEmbedding(UnimapEstimator):
         from unimap.device import resolve_device
 
         device = resolve_device(self.device)
-        on_gpu = self._cuda_phases(fit) if device == "cuda" else ()
+        on_gpu = self._cuda_phases(fit, X) if device == "cuda" else ()
         fit.devices_ = {phase: "cuda" if phase in on_gpu else "cpu" for phase in self.PHASES}
         fit.device_ = "cuda" if on_gpu else "cpu"
         if device == "cuda" and not on_gpu and self.device == "cuda":
@@ -336,9 +336,15 @@ class NeighborEmbedding(UnimapEstimator):
         elif on_gpu:
             self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
 
-    def _cuda_phases(self, fit: SimpleNamespace) -> tuple[str, ...]:
-        """The phases of this fit that have CUDA kernels (none unless a method says so)."""
-        return ()
+    def _cuda_phases(self, fit: SimpleNamespace, X: Any) -> tuple[str, ...]:
+        """The phases of this fit that have CUDA kernels: the neighbours where the GPU kNN
+        serves them (:mod:`unimap._cuda.knn`), and what a method adds."""
+        from unimap.neighbors import NeighborIndex
+
+        if self.precomputed_knn is not None or sp.issparse(X):
+            return ()
+        index = NeighborIndex(self.metric, self.knn_method, device="cuda")
+        return ("neighbors",) if index.serves_on_gpu(X.shape[0], fit.n_neighbors_) else ()
 
     def _variant(self) -> str:
         """How the CPU-fallback warning names the configuration (e.g. GDR's mode)."""
@@ -399,7 +405,8 @@ class NeighborEmbedding(UnimapEstimator):
             return check_knn_graph(self.precomputed_knn, X.shape[0], k)
         if sp.issparse(X):
             X = X.toarray()
-        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed).build(X)
+        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
+                              device=fit.devices_["neighbors"]).build(X)
         graph = index.knn_graph(k)
         fit._index, fit.knn_method_ = index, index.method_
         return graph.indices, graph.distances

@@ -387,8 +387,8 @@ class GDR(NeighborEmbedding):
         step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
         return step, step
 
-    def _cuda_phases(self, fit) -> tuple[str, ...]:
-        return () if self.normalized else ("optimize",)
+    def _cuda_phases(self, fit, X) -> tuple[str, ...]:
+        return super()._cuda_phases(fit, X) + (() if self.normalized else ("optimize",))
 
     def _variant(self) -> str:
         return "(normalized=True)" if self.normalized else ""

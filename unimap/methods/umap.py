@@ -246,8 +246,8 @@ default="spectral"
                         guard=self._epoch_guard(fit, UMAP_CAUSES),
                         device=fit.devices_["optimize"])
 
-    def _cuda_phases(self, fit) -> tuple[str, ...]:
-        return ("optimize",)
+    def _cuda_phases(self, fit, X) -> tuple[str, ...]:
+        return super()._cuda_phases(fit, X) + ("optimize",)
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to
