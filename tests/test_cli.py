@@ -144,6 +144,10 @@ def test_info_text_and_json(capsys):
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["core"]["numpy"] and info["cpus"] >= 1 and "optional" in info
+    from unimap.device import cuda_status
+
+    assert info["gpu"]["usable"] == cuda_status()[0]  # this machine's answer, whatever it is
+    assert "GPU: " in text
 
 
 def test_evaluate_scores_an_embedding(tmp_path, blobs, capsys):

@@ -259,7 +259,7 @@ def _info(args) -> int:
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
         "core": {dist: version(dist) for dist in core},
         "optional": {dist: version(dist) for dist in optional},
-        "gpu": None,  # no GPU backend yet
+        "gpu": _gpu_summary(version("numba-cuda")),
         "compiled_kernels": _kernel_cache_summary(),
     }
     if args.json:
@@ -272,7 +272,9 @@ def _info(args) -> int:
     for dist, use in optional.items():
         ver = info["optional"][dist]
         print(f"  {dist:<13} {ver or 'not installed'}  ({use})")
-    print("  GPU backend   none yet")
+    gpu = info["gpu"]
+    print(f"  numba-cuda    {gpu['numba_cuda'] or 'not installed'}  (device='cuda', extra 'gpu')")
+    print(f"GPU: {gpu['description']}" + ("" if gpu["usable"] else "; fits run on the CPU"))
     kernels = info["compiled_kernels"]
     if kernels is None:
         print("compiled kernels: unknown (numba's cache is not readable here)")
@@ -283,6 +285,17 @@ def _info(args) -> int:
         print("compiled kernels: none for this machine: each method's first call compiles "
               "(10-20 s); `unimap precompile` does it once now")
     return 0
+
+
+def _gpu_summary(numba_cuda: str | None) -> dict:
+    """What ``device="auto"`` would find: the gpu extra's version and the GPU (or why none)."""
+    from unimap.device import cuda_status, simulated
+
+    if numba_cuda is None and not simulated():
+        return {"numba_cuda": None, "usable": False,
+                "description": "none usable (the gpu extra, numba-cuda, is not installed)"}
+    usable, description = cuda_status()
+    return {"numba_cuda": numba_cuda, "usable": usable, "description": description}
 
 
 _USE_REP_HELP = ("the data of an .h5ad: X or an obsm key (default X_pca when present, else X); "
