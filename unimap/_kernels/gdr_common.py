@@ -61,6 +61,12 @@ def shared_sample_count(nnz, n, n_negatives):
     return s if s > 0 else np.int64(1)
 
 
+@numba.njit(inline="always", cache=True)
+def shared_sample_index(epoch_hash, s, n):
+    """The point of the epoch's shared sample ``s`` (see :func:`draw_shared_samples`)."""
+    return bounded(hash_combine(hash_combine(epoch_hash, _SHARED_KEY), s), n)
+
+
 @numba.njit(cache=True)
 def draw_shared_samples(Y, n_samples, epoch_hash):
     """The epoch's shared samples: indices ``k_s = bounded(hash(hash(epoch_hash, key), s), n)``
@@ -71,9 +77,8 @@ def draw_shared_samples(Y, n_samples, epoch_hash):
     ks = np.empty(n_samples, np.int64)
     positions = np.empty((dim, n_samples), np.float32)
     hits = np.zeros(n, np.int32)
-    h = hash_combine(epoch_hash, _SHARED_KEY)
     for s in range(n_samples):
-        k = bounded(hash_combine(h, s), n)
+        k = shared_sample_index(epoch_hash, s, n)
         ks[s] = k
         hits[k] += 1
         for c in range(dim):

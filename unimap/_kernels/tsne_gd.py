@@ -14,6 +14,8 @@ number of threads.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
@@ -148,7 +150,7 @@ def gradient_step(Y, attr, rep, inv_z, exaggeration, update, gains, momentum, le
 @numba.njit(parallel=True, cache=True)
 def _gradient_step_rows(Y, attr, rep, inv_z, exaggeration, update, gains, momentum,
                         learning_rate, min_gain, max_grad_norm, max_step_norm, n_workers):
-    n, dim = Y.shape
+    n = Y.shape[0]
     per_row = inv_z.shape[0] > 1
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     next_block = np.zeros(1, np.int64)
@@ -156,31 +158,40 @@ def _gradient_step_rows(Y, attr, rep, inv_z, exaggeration, update, gains, moment
         block = claim(next_block)
         while block < n_blocks:
             for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
-                # The gradient is computed twice instead of kept in a per-row array: an
-                # allocation inside the parallel loop costs a malloc per row, and two threads'
-                # buffers can share a cache line (see _tsne_forces_2d's tiles). Same
-                # expression, so the same bits.
                 scale_z = inv_z[i] if per_row else inv_z[0]
-                norm2 = 0.0
-                for c in range(dim):
-                    g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
-                    norm2 += g * g
-                shrink = 1.0
-                if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
-                    shrink = max_grad_norm / np.sqrt(norm2)
-                step2 = 0.0
-                for c in range(dim):
-                    g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z) * shrink
-                    if (g > 0.0) != (update[i, c] > 0.0):
-                        gains[i, c] += 0.2
-                    else:
-                        gains[i, c] = max(gains[i, c] * 0.8, min_gain)
-                    update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * g
-                    step2 += update[i, c] * update[i, c]
-                if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
-                    shrink = max_step_norm / np.sqrt(step2)
-                    for c in range(dim):
-                        update[i, c] *= shrink
-                for c in range(dim):
-                    Y[i, c] += update[i, c]
+                gradient_step_row(Y, attr, rep, scale_z, exaggeration, update, gains, momentum,
+                                  learning_rate, min_gain, max_grad_norm, max_step_norm, i)
             block = claim(next_block)
+
+
+@numba.njit(inline="always", cache=True)
+def gradient_step_row(Y, attr, rep, scale_z, exaggeration, update, gains, momentum,
+                      learning_rate, min_gain, max_grad_norm, max_step_norm, i):
+    """Row i of :func:`gradient_step` (also the GPU's, :mod:`unimap._cuda.gdr_normalized`)."""
+    dim = Y.shape[1]
+    # math.sqrt, not np.sqrt: the same correctly rounded square root, and CUDA's ufunc table
+    # lacks np.sqrt. The gradient is computed twice instead of kept in a per-row array: an
+    # allocation inside the parallel loop costs a malloc per row, and two threads' buffers
+    # can share a cache line (see _tsne_forces_2d's tiles). Same expression, so the same bits.
+    norm2 = 0.0
+    for c in range(dim):
+        g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z)
+        norm2 += g * g
+    shrink = 1.0
+    if max_grad_norm > 0.0 and norm2 > max_grad_norm * max_grad_norm:
+        shrink = max_grad_norm / math.sqrt(norm2)
+    step2 = 0.0
+    for c in range(dim):
+        g = 4.0 * (exaggeration * attr[i, c] - rep[i, c] * scale_z) * shrink
+        if (g > 0.0) != (update[i, c] > 0.0):
+            gains[i, c] += 0.2
+        else:
+            gains[i, c] = max(gains[i, c] * 0.8, min_gain)
+        update[i, c] = momentum * update[i, c] - learning_rate * gains[i, c] * g
+        step2 += update[i, c] * update[i, c]
+    if max_step_norm > 0.0 and step2 > max_step_norm * max_step_norm:
+        shrink = max_step_norm / math.sqrt(step2)
+        for c in range(dim):
+            update[i, c] *= shrink
+    for c in range(dim):
+        Y[i, c] += update[i, c]

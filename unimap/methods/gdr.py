@@ -388,7 +388,10 @@ class GDR(NeighborEmbedding):
         return step, step
 
     def _cuda_phases(self, fit, X) -> tuple[str, ...]:
-        return super()._cuda_phases(fit, X) + (() if self.normalized else ("optimize",))
+        # normalized: 2-D with shared samples only (unimap._cuda.gdr_normalized says why)
+        gpu_optimizer = not self.normalized or (fit.shared_negatives_
+                                                and self.n_components == 2)
+        return super()._cuda_phases(fit, X) + (("optimize",) if gpu_optimizer else ())
 
     def _variant(self) -> str:
         return "(normalized=True)" if self.normalized else ""
@@ -450,11 +453,16 @@ class GDR(NeighborEmbedding):
             Phase(decay_start - n_early, 1.0, fit.momentum_, fit.learning_rate_),
             Phase(n_epochs - decay_start, 1.0, fit.momentum_, fit.learning_rate_, decay=True),
         ]
-        Y, _ = gradient_descent(np.array(init[order], dtype=np.float32), forces, phases,
-                                MIN_GAIN, None, MAX_STEP_NORM, center_every=_CENTER_EVERY,
-                                threads=adaptive_threads(n),
-                                guard=self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)"),
-                                row_ids=order)
+        guard = self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)")
+        if fit.devices_["optimize"] == "cuda":
+            from unimap._cuda.gdr_normalized import gradient_descent_cuda
+
+            Y = gradient_descent_cuda(np.array(init[order], dtype=np.float32), forces, phases,
+                                      MIN_GAIN, MAX_STEP_NORM, _CENTER_EVERY, guard, order)
+        else:
+            Y, _ = gradient_descent(np.array(init[order], dtype=np.float32), forces, phases,
+                                    MIN_GAIN, None, MAX_STEP_NORM, center_every=_CENTER_EVERY,
+                                    threads=adaptive_threads(n), guard=guard, row_ids=order)
         fit.z_ = forces.z
         return in_input_order(Y - Y.mean(axis=0), order)
 
