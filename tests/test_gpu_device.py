@@ -41,10 +41,14 @@ def _quality(X, Y, labels) -> tuple[float, float]:
     return accuracy, trust
 
 
-@pytest.mark.parametrize("method", ["GDR", "UMAP"])
-def test_bitwise_reproducible_and_as_good_as_the_cpu(mnist, method):
+@pytest.mark.parametrize("method, params", [("GDR", {}), ("UMAP", {}),
+                                            ("GDR", {"normalized": True})])
+def test_bitwise_reproducible_and_as_good_as_the_cpu(mnist, method, params):
     X, labels = mnist
-    make = getattr(unimap, method)
+
+    def make(**kwargs):
+        return getattr(unimap, method)(**params, **kwargs)
+
     first = make(random_state=0, device="cuda").fit(X)
     second = make(random_state=0, device="cuda").fit(X)
     assert first.devices_["optimize"] == "cuda" and first.devices_["neighbors"] == "cuda"
