@@ -15,12 +15,15 @@ compiled and cached with the exact types the estimators pass. It runs
 
 Covered: the 2-D fits of UMAP, TSNE (FFT, Barnes-Hut, exact), GDR (both modes), each with
 exact and HNSW neighbours, spectral and PCA initialization, ``transform`` of each, and the
-quality metrics. Other cases (``n_components=3``, other metrics) compile on first use.
+quality metrics; where the gpu extra and a GPU are present, also the CUDA kernels of the
+``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes) into numba-cuda's cache. Other
+cases (``n_components=3``, other metrics) compile on first use.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 import warnings
 from collections.abc import Callable
@@ -56,7 +59,9 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         metrics.knn_accuracy(Y, labels, n_neighbors=10)
         metrics.knn_recall(X, Y, n_neighbors=10)
 
-    common = {"random_state": 0, "max_memory": None}
+    # device="cpu": where the gpu extra and a GPU are present, "auto" would send the fits to
+    # the GPU and leave the CPU kernels uncompiled; the GPU's get their own tasks below.
+    common = {"random_state": 0, "max_memory": None, "device": "cpu"}
     short_tsne = {"n_iter": 60, "early_exaggeration_iter": 30, **common}
     return [
         ("UMAP", fit_transform(UMAP(n_epochs=20, **common))),
@@ -69,6 +74,22 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR, hnsw", fit_transform(GDR(n_epochs=20, knn_method="hnsw", **common))),
         ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
         ("metrics", quality),
+    ] + _gpu_tasks(fit_transform)
+
+
+def _gpu_tasks(fit_transform) -> list:
+    """The fits that compile the CUDA kernels into numba-cuda's cache, where a GPU is usable
+    (never in the simulator, whose kernels are not compiled)."""
+    from unimap import GDR, UMAP
+    from unimap.device import cuda_status, simulated
+
+    if simulated() or importlib.util.find_spec("numba_cuda") is None or not cuda_status()[0]:
+        return []
+    common = {"random_state": 0, "max_memory": None, "device": "cuda"}
+    return [
+        ("UMAP cuda", fit_transform(UMAP(n_epochs=20, **common))),
+        ("GDR cuda", fit_transform(GDR(n_epochs=20, **common))),
+        ("GDR normalized cuda", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
     ]
 
 
