@@ -37,6 +37,19 @@ def test_embed_npy(tmp_path, blobs):
     assert np.load(tmp_path / "x.npy").shape == (300, 2)
 
 
+def test_embed_device_option(tmp_path, blobs, capsys):
+    from unimap.device import cuda_status
+
+    path = tmp_path / "x.npy"
+    np.save(path, blobs[0])
+    args = ["embed", str(path), "-o", str(tmp_path / "x.png"), "--n-epochs", "20"]
+    assert main(args + ["--device", "cpu"]) == 0
+    if not cuda_status()[0]:  # no GPU here: asking for one fails and names why
+        capsys.readouterr()
+        assert main(args + ["--device", "cuda"]) == 1
+        assert "device='cuda', but" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [("1,2\n3,nan\n5,6\n", "NaN"), ("1,2\n3\n", "different numbers of columns"),

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap._io import atomic_path
+from unimap.device import DeviceUnavailableError
 from unimap.io import (
     WRITE_FORMATS,
     check_output_path,
@@ -93,7 +94,8 @@ def _make_estimator(args):
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     max_memory = getattr(args, "max_memory", "available")
     common.update(n_jobs=args.n_jobs, verbose=args.verbose or (sys.stderr.isatty() and not quiet),
-                  max_memory=None if max_memory.lower() == "none" else max_memory)
+                  max_memory=None if max_memory.lower() == "none" else max_memory,
+                  device=getattr(args, "device", "auto"))
     if args.method == "tsne" and "n_epochs" in options:
         options["n_iter"] = options.pop("n_epochs")
     if args.method == "umap":
@@ -465,6 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "iterations (tsne); default: the method's")
     embed.add_argument("--random-state", type=int, default=0)
     embed.add_argument("--n-jobs", type=int, default=-1)
+    embed.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                       help="where the phases with CUDA kernels run (all but pca): auto "
+                       "(default: the GPU when the 'gpu' extra and a GPU are present), cpu, cuda")
     embed.add_argument("--max-memory", default="available",
                        help="refuse a fit whose estimated peak memory exceeds this: 'available' "
                        "(default), a size such as 8GB, or 'none' (no check)")
@@ -557,7 +562,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+    except (ValueError, TypeError, OSError, ImportError, MemoryError,
+            DeviceUnavailableError) as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 1
 

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["DEVICES", "cuda_status", "resolve_device", "simulated"]
+__all__ = ["DEVICES", "DeviceUnavailableError", "cuda_status", "resolve_device", "simulated"]
 
 DEVICES = ("auto", "cpu", "cuda")
+
+
+class DeviceUnavailableError(RuntimeError):
+    """``device="cuda"`` where no GPU can run the kernels (the message says why)."""
 
 
 def simulated() -> bool:
@@ -60,8 +64,8 @@ def resolve_device(device: str) -> str:
 
     Raises
     ------
-    RuntimeError
-        ``device="cuda"`` where no GPU is usable, with the reason.
+    DeviceUnavailableError
+        ``device="cuda"`` where no GPU is usable, with the reason (a RuntimeError).
     """
     if device == "cpu":
         return "cpu"
@@ -72,6 +76,6 @@ def resolve_device(device: str) -> str:
         return "cuda" if cuda_status()[0] else "cpu"
     usable, description = cuda_status()
     if not usable:
-        raise RuntimeError(f"device='cuda', but {description}. Install unimap[gpu] on a "
+        raise DeviceUnavailableError(f"device='cuda', but {description}. Install unimap[gpu] on a "
                            "machine with an NVIDIA GPU, or pass device='cpu' (or 'auto').")
     return "cuda"
