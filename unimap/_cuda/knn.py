@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from unimap._cuda.common import check_device_memory, rows_launch
+from unimap._cuda.common import check_device_memory, on_target, rows_launch
+from unimap._kernels.topk import _insert_sorted
 
 __all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_SAMPLES"]
 
@@ -33,6 +34,9 @@ MAX_CANDIDATES = 160  # the local arrays' length: k up to 160 (t-SNE: 3 x perple
 MAX_SAMPLES = 2_000_000
 TILE = 128  # points staged in shared memory at a time (TILE x MAX_DIM float32: 32 KiB)
 PCA_SAMPLES = 10_000
+
+
+_insert = on_target(_insert_sorted)  # the CPU's bounded insertion sort
 
 
 def usable(n: int, k: int, metric: str) -> bool:
@@ -75,15 +79,8 @@ def _top_candidates(R, n_cand, out_idx, out_dist):
                 for c in range(dim):
                     diff = query[c] - tile[r, c]
                     d += diff * diff
-                if d < worst:  # insert, keeping the earlier index first on ties
-                    pos = n_cand - 1
-                    while pos > 0 and best_d[pos - 1] > d:
-                        best_d[pos] = best_d[pos - 1]
-                        best_i[pos] = best_i[pos - 1]
-                        pos -= 1
-                    best_d[pos] = d
-                    best_i[pos] = base + r
-                    worst = best_d[n_cand - 1]
+                if d < worst:  # the earlier index stays first on ties
+                    worst = _insert(best_d[:n_cand], best_i[:n_cand], d, base + r)
         cuda.syncthreads()
     if active:
         for s in range(n_cand):
@@ -111,13 +108,7 @@ def _rerank(X, candidates, k, out_idx, out_dist):
             diff = X[q, c] - X[other, c]
             d += diff * diff
         if d < best_d[k - 1]:
-            pos = k - 1
-            while pos > 0 and best_d[pos - 1] > d:
-                best_d[pos] = best_d[pos - 1]
-                best_i[pos] = best_i[pos - 1]
-                pos -= 1
-            best_d[pos] = d
-            best_i[pos] = other
+            _insert(best_d[:k], best_i[:k], d, other)
     for s in range(k):
         out_idx[q, s] = best_i[s]
         out_dist[q, s] = best_d[s]
