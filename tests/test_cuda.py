@@ -281,8 +281,13 @@ def test_device_resolution_without_a_gpu():
 
 
 def test_device_is_a_declared_parameter():
+    X = np.random.default_rng(0).random((30, 3))
     with pytest.raises(ValueError, match="device"):
-        unimap.UMAP(device="gpu").fit(np.random.default_rng(0).random((30, 3)))
+        unimap.UMAP(device="gpu").fit(X)
+    from unimap.neighbors import NeighborIndex
+
+    with pytest.raises(ValueError, match="device"):
+        NeighborIndex(device="gpu").build(X)
     est = unimap.GDR(device="cpu").fit(np.random.default_rng(0).random((40, 3)))
     assert est.device == "cpu" and est.device_ == "cpu"
     assert est.devices_ == dict.fromkeys(("neighbors", "affinities", "init", "optimize"), "cpu")

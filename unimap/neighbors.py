@@ -170,6 +170,7 @@ class NeighborIndex:
         """Index the rows of ``X`` (dense array, or a square matrix when precomputed)."""
         check_choice(self.metric, "metric", METRICS)
         check_choice(self.method, "method", METHODS)
+        check_choice(getattr(self, "device", "cpu"), "device", ("cpu", "cuda"))
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
         self.n_samples_ = X.shape[0]
         if self.metric == "precomputed":
