@@ -350,5 +350,5 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     for kernel, kernel_signature in compiled:
         ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
         assert ".entry" in ptx
-    ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, f2, nt.int32[::1]), cc=(9, 0))
+    ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, nt.int32[::1]), cc=(9, 0))
     assert ".entry" in ptx

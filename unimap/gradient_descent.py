@@ -36,6 +36,13 @@ class Phase:
     learning_rate: float
     decay: bool = False
 
+    def step_size(self, i: int) -> float:
+        """The step at the phase's iteration ``i``."""
+        rate = self.learning_rate
+        if self.decay:
+            rate *= 1.0 - i / self.n_iter
+        return rate
+
 
 def gradient_descent(
     Y: np.ndarray,
@@ -99,9 +106,7 @@ def gradient_descent(
         for i in range(phase.n_iter):
             if threads is not None:
                 threads.start_epoch(iteration)
-            rate = phase.learning_rate
-            if phase.decay:
-                rate *= 1.0 - i / phase.n_iter
+            rate = phase.step_size(i)
             attraction, repulsion, inv_z = forces(Y, iteration)
             gradient_step(Y, attraction, repulsion, inv_z, phase.exaggeration, update, gains,
                           phase.momentum, rate, min_gain, grad_clip, step_clip)

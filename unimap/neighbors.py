@@ -170,7 +170,7 @@ class NeighborIndex:
         """Index the rows of ``X`` (dense array, or a square matrix when precomputed)."""
         check_choice(self.metric, "metric", METRICS)
         check_choice(self.method, "method", METHODS)
-        check_choice(getattr(self, "device", "cpu"), "device", ("cpu", "cuda"))
+        check_choice(self.device, "device", ("cpu", "cuda"))
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
         self.n_samples_ = X.shape[0]
         if self.metric == "precomputed":
@@ -199,7 +199,7 @@ class NeighborIndex:
 
     def serves_on_gpu(self, n: int, n_neighbors: int) -> bool:
         """Whether the kNN graph of ``n`` dense points runs on the GPU (see ``device``)."""
-        if getattr(self, "device", "cpu") != "cuda" or self.method != "auto":
+        if self.device != "cuda" or self.method != "auto":
             return False
         from unimap._cuda.knn import usable  # imports numba.cuda: only for device="cuda"
 
@@ -207,7 +207,7 @@ class NeighborIndex:
 
     def _cpu_index(self) -> NeighborIndex:
         """The CPU index that answers queries of a GPU-built one (built on first use)."""
-        if getattr(self, "_cpu", None) is None:
+        if self._cpu is None:
             self._cpu = NeighborIndex("euclidean", "auto", self.n_jobs,
                                       self.random_state).build(self._data)
         return self._cpu

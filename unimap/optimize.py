@@ -109,11 +109,13 @@ def umap_sgd(
     f32 = np.float32
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
     seed = np.uint64(seed)
+    # the step decays linearly to 0, one float32 per epoch
+    alphas = [f32(learning_rate * (1.0 - epoch / float(n_epochs))) for epoch in range(n_epochs)]
     if device == "cuda" and tail is None:
         from unimap._cuda.umap import umap_sgd_cuda
 
-        emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, learning_rate,
-                            guard, relabel, callback)
+        emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, alphas, guard,
+                            relabel, callback)
         return emb if relabel is None else in_input_order(emb, relabel)
     snapshot = np.empty_like(emb)
     fit_epoch = sgd_epoch_edges_2d if emb.shape[1] == 2 else sgd_epoch_edges_nd
@@ -122,7 +124,7 @@ def umap_sgd(
         threads = AdaptiveThreads(max_threads if emb.shape[0] >= PARALLEL_MIN_ROWS else 1)
         for epoch in range(n_epochs):
             threads.start_epoch(epoch)
-            alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
+            alpha = alphas[epoch]
             if tail is None:
                 snapshot[:] = emb
                 fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,

@@ -1,5 +1,5 @@
-"""What the CUDA kernels share: the simulator's array bridge, the finite flag, the memory
-check and the cooperative launch."""
+"""What the CUDA kernels share: the simulator's array bridge, the finite guard, the memory
+check and the launches."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from numba import cuda
 
 from unimap.device import simulated
 
-__all__ = ["THREADS_PER_BLOCK", "on_target", "flag_nonfinite", "check_device_memory",
-           "launch_cooperative"]
+__all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
+           "check_device_memory", "launch_cooperative", "rows_launch", "to_device"]
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
@@ -36,14 +36,44 @@ def _host_array(value):
 
 
 @cuda.jit(cache=True)
-def flag_nonfinite(Y, F, flag):
-    """``flag[0] = 1`` if a coordinate of ``Y`` or ``F`` is NaN or infinite (every writer
-    writes the same value, so the race is harmless)."""
+def flag_nonfinite(X, flag):
+    """``flag[0] = 1`` if a coordinate of ``X`` is NaN or infinite (every writer writes the
+    same value, so the race is harmless)."""
     i = cuda.grid(1)
-    if i < Y.shape[0]:
-        for c in range(Y.shape[1]):
-            if not (math.isfinite(Y[i, c]) and math.isfinite(F[i, c])):
+    if i < X.shape[0]:
+        for c in range(X.shape[1]):
+            if not math.isfinite(X[i, c]):
                 flag[0] = 1
+
+
+class DeviceGuard:
+    """A :class:`unimap._guards.FiniteGuard` (or None) for device arrays: per epoch a flag
+    kernel over each array and one 4-byte copy; only when something is not finite are the
+    arrays copied to the host, where the guard names the first bad row and raises."""
+
+    def __init__(self, guard, n: int) -> None:
+        self.guard = guard
+        self.launch = rows_launch(n)
+        self.flag = None if guard is None else cuda.to_device(np.zeros(1, np.int32))
+
+    def check(self, epoch: int, embedding, row_ids=None, **others) -> None:
+        """As ``FiniteGuard.check``; host ndarrays among ``others`` are checked on the host."""
+        if self.guard is None:
+            return
+        bad = False
+        for array in (embedding, *others.values()):
+            if isinstance(array, np.ndarray):
+                bad = bad or not np.isfinite(array).all()
+            else:
+                flag_nonfinite[self.launch](array, self.flag)
+        if bad or self.flag.copy_to_host()[0]:
+            self.guard.check(epoch, _on_host(embedding), row_ids,
+                             **{name: _on_host(value) for name, value in others.items()})
+        self.guard.passed(epoch)
+
+
+def _on_host(array):
+    return array if isinstance(array, np.ndarray) else array.copy_to_host()
 
 
 def check_device_memory(needed: int, what: str) -> None:

@@ -15,8 +15,8 @@ import numpy as np
 from numba import cuda
 
 from unimap._cuda.common import (
+    DeviceGuard,
     check_device_memory,
-    flag_nonfinite,
     on_target,
     rows_launch,
     to_device,
@@ -81,7 +81,7 @@ def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
     V = cuda.to_device(np.zeros_like(init, dtype=np.float32))
     csr = to_device(*edges, *transposed)
     use_t = transposed[0].shape[0] == n + 1
-    flag = cuda.to_device(np.zeros(1, np.int32))
+    device_guard = DeviceGuard(guard, n)
     blocks, threads = rows_launch(n)
     kernel = (_umap_epoch_2d if dim == 2 else _umap_epoch_nd)[blocks, threads]
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
@@ -91,9 +91,5 @@ def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
                learning_rates[epoch], f32(momentum),
                np.uint64(hash_combine(seed_hash, np.int64(epoch))))
         Y, Y_next = Y_next, Y
-        if guard is not None:
-            flag_nonfinite[blocks, threads](Y, F, flag)
-            if flag.copy_to_host()[0]:  # the host arrays name the first bad row
-                guard.check(epoch, Y.copy_to_host(), row_ids, **{"the forces": F.copy_to_host()})
-            guard.passed(epoch)
+        device_guard.check(epoch, Y, row_ids, **{"the forces": F})
     return Y.copy_to_host()

@@ -27,10 +27,11 @@ import numpy as np
 from numba import cuda, float32
 
 from unimap._cuda.common import (
+    DeviceGuard,
     check_device_memory,
-    flag_nonfinite,
     on_target,
     rows_launch,
+    to_device,
 )
 from unimap._kernels.gdr_common import shared_sample_count, shared_sample_index
 from unimap._kernels.gdr_normalized import _tsne_shared_row_2d
@@ -136,16 +137,15 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
     z_rows = cuda.device_array(n, np.float64)
     hits = cuda.device_array(n, np.int32)
     positions = cuda.device_array((2, max(n_shared)), np.float32)
-    csr = [cuda.to_device(np.ascontiguousarray(x)) for x in (*forces.edges, *forces.transposed)]
+    csr = to_device(*forces.edges, *forces.transposed)
     use_t = forces.transposed[0].shape[0] == n + 1
-    flag = cuda.to_device(np.zeros(1, np.int32))
+    device_guard = DeviceGuard(guard, n)
     blocks, threads = rows_launch(n)
     seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
     zeros = np.zeros(n, np.int32)
     iteration = 0
     for phase in phases:
         for i in range(phase.n_iter):
-            rate = phase.learning_rate * (1.0 - i / phase.n_iter if phase.decay else 1.0)
             m = n_shared[0] if iteration < forces.n_early else n_shared[1]
             epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
             hits.copy_to_device(zeros)
@@ -157,16 +157,10 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
             forces.z = float(z_rows.copy_to_host().sum())
             inv_z = np.array([forces.gamma / forces.z])
             _gradient_step[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
-                                            gains, phase.momentum, rate, min_gain, -1.0,
-                                            float(max_step_norm))
-            if guard is not None:
-                flag_nonfinite[blocks, threads](d_Y, A, flag)
-                flag_nonfinite[blocks, threads](R, R, flag)
-                if flag.copy_to_host()[0] or not np.isfinite(inv_z[0]):
-                    guard.check(iteration, d_Y.copy_to_host(), row_ids,
-                                **{"the attraction": A.copy_to_host(),
-                                   "the repulsion": R.copy_to_host(), "1/Z": inv_z})
-                guard.passed(iteration)
+                                            gains, phase.momentum, phase.step_size(i),
+                                            min_gain, -1.0, float(max_step_norm))
+            device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
+                                                           "the repulsion": R, "1/Z": inv_z})
             if iteration % center_every == 0:
                 host = d_Y.copy_to_host()
                 _subtract[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))

@@ -17,11 +17,10 @@ import numpy as np
 from numba import cuda
 
 from unimap._cuda.common import (
+    DeviceGuard,
     check_device_memory,
-    flag_nonfinite,
     launch_cooperative,
     on_target,
-    rows_launch,
     to_device,
 )
 from unimap._kernels.rng import mix64
@@ -81,16 +80,16 @@ def device_bytes(n: int, dim: int, n_edges: int, n_classes: int) -> int:
 
 
 def umap_sgd_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int, a, b, gamma,
-                  seed: np.uint64, learning_rate: float, guard: Any = None,
+                  seed: np.uint64, alphas: list, guard: Any = None,
                   relabel: np.ndarray | None = None, callback: Any = None) -> np.ndarray:
     """The fit epochs of :func:`unimap.optimize.umap_sgd` on the GPU.
 
     ``edges`` = (heads, tails, class_ptr) and ``schedule`` = (epochs_per_sample, next_sample,
     epochs_per_negative, next_negative) are the CPU kernel's arrays
-    (:func:`unimap.optimize._sampling_plan`); ``a``, ``b``, ``gamma`` float32. Returns the
+    (:func:`unimap.optimize._sampling_plan`); ``a``, ``b``, ``gamma`` float32; ``alphas`` each
+    epoch's float32 step. Returns the
     embedding on the host (float32); ``callback(epoch, embedding)`` gets a host copy.
     """
-    f32 = np.float32
     n, dim = emb.shape
     heads, tails, class_ptr = edges
     check_device_memory(device_bytes(n, dim, heads.shape[0], class_ptr.shape[0] - 1),
@@ -98,20 +97,14 @@ def umap_sgd_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int,
     d_emb, d_heads, d_tails, d_class_ptr = to_device(emb, heads, tails, class_ptr)
     d_schedule = to_device(*schedule)  # the next_* arrays advance on the device
     snapshot = cuda.device_array_like(d_emb)
-    flag = cuda.to_device(np.zeros(1, np.int32))
+    device_guard = DeviceGuard(guard, n)
     kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
-    blocks, threads = rows_launch(n)
     for epoch in range(n_epochs):
-        alpha = f32(learning_rate * (1.0 - epoch / float(n_epochs)))
         launch_cooperative(kernel, heads.shape[0], d_emb, snapshot, d_heads, d_tails,
                            d_class_ptr, *d_schedule, seed_hash, np.int64(epoch), a, b, gamma,
-                           alpha)
-        if guard is not None:
-            flag_nonfinite[blocks, threads](d_emb, d_emb, flag)
-            if flag.copy_to_host()[0]:
-                guard.check(epoch, d_emb.copy_to_host(), relabel)
-            guard.passed(epoch)
+                           alphas[epoch])
+        device_guard.check(epoch, d_emb, relabel)
         if callback is not None:
             callback(epoch, d_emb.copy_to_host())
     return d_emb.copy_to_host()
