@@ -22,6 +22,34 @@ import pytest
 import unimap
 from unimap.device import resolve_device, simulated
 
+# numba's simulator creates a block's shared array on a thread's first call without a lock
+# (numba/cuda/simulator/kernelapi.py, FakeCUDAShared.array: get, then store if missing). Two
+# of the block's Python threads can each create one, and a thread then reads the other's
+# never-written memory: a CI run saw GDR(normalized)'s far field overflow in 5 rows of one
+# block. This replaces the lookup with the same one under a lock (simulator only; on a GPU
+# the block's shared memory is one by construction).
+_LOCKED_SHARED_ARRAYS = """
+import sys, threading
+import numpy as np
+from numba.core import types
+from numba.np import numpy_support
+from numba.cuda.simulator import kernelapi
+_shared_lock, _unlocked = threading.Lock(), kernelapi.FakeCUDAShared.array
+def _locked_shared_array(self, shape, dtype, *args, **kwargs):
+    if shape == 0:  # dynamic shared memory: one buffer made up front, nothing to race
+        return _unlocked(self, shape, dtype, *args, **kwargs)
+    if isinstance(dtype, types.Type):
+        dtype = numpy_support.as_dtype(dtype)
+    frame = sys._getframe(1)
+    caller = (frame.f_code.co_filename, frame.f_lineno)  # the simulator's key
+    with _shared_lock:
+        array = self._allocations.get(caller)
+        if array is None:
+            array = self._allocations[caller] = np.empty(shape, dtype)
+    return array
+kernelapi.FakeCUDAShared.array = _locked_shared_array
+"""
+
 
 def run_simulated(code: str) -> str:
     """Run ``code`` in a fresh interpreter with the CUDA simulator on; returns its stdout."""
@@ -29,7 +57,8 @@ def run_simulated(code: str) -> str:
     # The simulator runs a block's threads as Python threads that meet at barriers; with
     # Python's default 5 ms switch interval a barrier of 8 threads takes ~40 ms (UMAP's fit
     # on 150 points: 38 s, against 5 s at 0.1 ms).
-    code = "import sys; sys.setswitchinterval(1e-4)\n" + textwrap.dedent(code)
+    code = ("import sys; sys.setswitchinterval(1e-4)\n" + _LOCKED_SHARED_ARRAYS
+            + textwrap.dedent(code))
     result = subprocess.run([sys.executable, "-c", code], env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
