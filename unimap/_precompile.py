@@ -74,7 +74,22 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR, hnsw", fit_transform(GDR(n_epochs=20, knn_method="hnsw", **common))),
         ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
         ("metrics", quality),
+        ("thread affinity", _thread_affinity),
     ] + _gpu_tasks(fit_transform)
+
+
+def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:
+    """Compile the kernel that pins threads (spread_threads, on Linux only): every thread of
+    numba's pool gets the calling thread's CPU set, which it has anyway."""
+    import os
+    import sys
+
+    import numba
+
+    if sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity"):
+        from unimap._threads import _set_numba_affinity
+
+        _set_numba_affinity([os.sched_getaffinity(0)] * numba.get_num_threads())
 
 
 def _gpu_tasks(fit_transform) -> list:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._threads import numba_threads, resolve_n_jobs
+from unimap._threads import numba_threads, pinned_pool, resolve_n_jobs, spread_threads
 from unimap._validation import check_choice, check_int
 from unimap.ordering import morton_order
 
@@ -426,6 +426,8 @@ class _HNSWIndex:
         ordered = np.ascontiguousarray(reduced[self.order], dtype=np.float32)
         self._ordered = ordered  # the training points' projection, reused by their own search
         parts = [ordered[p::self.n_parts] for p in range(self.n_parts)]
+        # Not pinned: a part is one thread's fixed work, and the thread of a part whose CPU
+        # another program holds must be free to move to the CPU the other part leaves.
         with ThreadPoolExecutor(max_workers=max(1, min(n_threads, self.n_parts))) as pool:
             self.indexes = list(pool.map(_build_hnsw, parts))
 
@@ -459,7 +461,7 @@ class _HNSWIndex:
         idx = np.empty((queries.shape[0], k), dtype=np.int64)
         sq_dist = np.empty((queries.shape[0], k), dtype=np.float32)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        with numba_threads(self.n_threads) as workers:
+        with numba_threads(self.n_threads) as workers, spread_threads():
             if reverse:
                 # results by slot (Morton position), where the reverse pairs are local,
                 # then by point
@@ -520,7 +522,7 @@ def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.n
         for task in tasks:
             search(task)
         return
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+    with pinned_pool(n_threads) as pool:
         list(pool.map(search, tasks))  # list(): re-raises a worker's exception
 
 

@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._threads import PARALLEL_MIN_ROWS, AdaptiveThreads, numba_threads
+from unimap._threads import (
+    PARALLEL_MIN_ROWS,
+    AdaptiveThreads,
+    adaptive_threads,
+    numba_threads,
+)
 from unimap.ordering import in_input_order, locality_order
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
@@ -119,24 +124,26 @@ def umap_sgd(
         return emb if relabel is None else in_input_order(emb, relabel)
     snapshot = np.empty_like(emb)
     fit_epoch = sgd_epoch_edges_2d if emb.shape[1] == 2 else sgd_epoch_edges_nd
+    parallel = emb.shape[0] >= PARALLEL_MIN_ROWS
     with numba_threads(None) as max_threads:
         # Few rows: one thread, since waking the pool each epoch costs more than the work.
-        threads = AdaptiveThreads(max_threads if emb.shape[0] >= PARALLEL_MIN_ROWS else 1)
-        for epoch in range(n_epochs):
-            threads.start_epoch(epoch)
-            alpha = alphas[epoch]
-            if tail is None:
-                snapshot[:] = emb
-                fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
-                          np.int64(workers()))
-            else:
-                sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
-                               alpha)
-            threads.end_epoch()
-            if guard is not None:
-                guard.check(epoch, emb, relabel)
-            if callback is not None:
-                callback(epoch, emb)
+        threads = AdaptiveThreads(max_threads if parallel else 1)
+        with threads.spread():
+            for epoch in range(n_epochs):
+                threads.start_epoch(epoch)
+                alpha = alphas[epoch]
+                if tail is None:
+                    snapshot[:] = emb
+                    fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
+                              np.int64(workers()))
+                else:
+                    sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
+                                   alpha)
+                threads.end_epoch()
+                if guard is not None:
+                    guard.check(epoch, emb, relabel)
+                if callback is not None:
+                    callback(epoch, emb)
     return emb if relabel is None else in_input_order(emb, relabel)
 
 
@@ -229,7 +236,6 @@ def full_batch_umap(
     """
     from unimap._kernels.gdr import umap_epoch
     from unimap._kernels.lowdim import UMAP_EPS
-    from unimap._threads import adaptive_threads
 
     f32 = np.float32
     # the step size decays linearly to 0, one float32 per epoch
@@ -245,13 +251,14 @@ def full_batch_umap(
     weight, scale = f32(repulsion_weight), f32(attraction_scale)
     a, b = f32(a), f32(b)
     threads = adaptive_threads(Y.shape[0])
-    for epoch in range(n_epochs):
-        threads.start_epoch(epoch)
-        umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
-                   f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
-                   np.uint64(seed), np.int64(epoch), False)
-        threads.end_epoch()
-        Y, Y_next = Y_next, Y
-        if guard is not None:
-            guard.check(epoch, Y, row_ids, **{"the forces": F})
+    with threads.spread():
+        for epoch in range(n_epochs):
+            threads.start_epoch(epoch)
+            umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
+                       f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
+                       np.uint64(seed), np.int64(epoch), False)
+            threads.end_epoch()
+            Y, Y_next = Y_next, Y
+            if guard is not None:
+                guard.check(epoch, Y, row_ids, **{"the forces": F})
     return Y
