@@ -627,3 +627,37 @@ def test_first_and_cached_runs_agree(tmp_path):
     first, cached = np.load(tmp_path / "first.npz"), np.load(tmp_path / "cached.npz")
     for key in first.files:
         np.testing.assert_array_equal(first[key], cached[key], err_msg=key)
+
+
+# -- negatives from per-block pools (large inputs) ----------------------------------------------
+def _pooled_forces(Y, P, rep_weight, epoch, pool, n_workers=None, exhaustive=False):
+    Yf = np.ascontiguousarray(Y, dtype=np.float32)
+    F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
+    umap_epoch(Yf, Y_out, F, V, *_csr(P), *EMPTY, f32(2.0), 2.0, f32(rep_weight), f32(1.577),
+               f32(0.895), f32(1e-3), f32(1e9), f32(1.0), f32(0.0), np.uint64(3),
+               np.int64(epoch), exhaustive, n_workers=n_workers, negative_pool=pool)
+    return F.astype(np.float64)
+
+
+def test_pooled_negatives_are_unbiased():
+    # Averaged over epochs, the pooled repulsion converges to the exhaustive one: its error
+    # halves with 4x the epochs (noise), where a bias would stay. Measured: 0.117 after 300
+    # epochs, 0.058 after 1,200 (a pool of 32 per 256-row block: few draws, much noise);
+    # samples of their own, 0.023 after 300.
+    Y, P = _random_problem(700, 2, symmetric=True, seed=7)
+    pull = _pooled_forces(Y, P, 0.0, 0, pool=0)
+    push = _pooled_forces(Y, P, 0.5, 0, pool=0, exhaustive=True) - pull
+    pooled = np.array([_pooled_forces(Y, P, 0.5, e, pool=32) for e in range(1200)]) - pull
+
+    def error(forces):
+        return np.linalg.norm(forces.mean(axis=0) - push) / np.linalg.norm(push)
+
+    early, late = error(pooled[:300]), error(pooled)
+    assert late < 0.08 and late < 0.65 * early, (early, late)
+
+
+def test_pooled_negatives_do_not_depend_on_the_thread_count():
+    Y, P = _random_problem(900, 2, symmetric=True, seed=8)
+    one = _pooled_forces(Y, P, 0.5, 4, pool=64, n_workers=1)
+    two = _pooled_forces(Y, P, 0.5, 4, pool=64, n_workers=2)
+    np.testing.assert_array_equal(one, two)

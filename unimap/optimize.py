@@ -219,6 +219,7 @@ def full_batch_umap(
     guard: Any = None,
     row_ids: np.ndarray | None = None,
     device: str = "cpu",
+    negative_pool: int = 0,
 ) -> np.ndarray:
     """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
 
@@ -229,6 +230,8 @@ def full_batch_umap(
     ``attraction_scale`` are :func:`unimap.forces.gdr_edge_arrays`'s. ``row_ids[r]`` is the
     input row of row ``r`` when the points were relabelled (named in a guard's error).
     ``device="cuda"`` runs the epochs on the GPU (:mod:`unimap._cuda.gdr`, the same row code).
+    ``negative_pool`` > 0 draws 2-D negatives from per-block pools of that many points
+    (CPU only; :func:`unimap._kernels.gdr.umap_epoch`).
 
     Returns
     -------
@@ -256,7 +259,7 @@ def full_batch_umap(
             threads.start_epoch(epoch)
             umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
                        f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
-                       np.uint64(seed), np.int64(epoch), False)
+                       np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
             threads.end_epoch()
             Y, Y_next = Y_next, Y
             if guard is not None:

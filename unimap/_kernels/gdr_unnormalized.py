@@ -17,7 +17,7 @@ from unimap._kernels.gdr_common import (
     _sq_dist,
 )
 from unimap._kernels.lowdim import umap_repulsion_coeff
-from unimap._kernels.rng import hash_combine, mix64
+from unimap._kernels.rng import bounded, hash_combine, mix64
 
 _ONE = np.float32(1.0)
 
@@ -31,11 +31,8 @@ def _umap_repel_2d(Y, y0, y1, k, a, b, eps):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
-    n = Y.shape[0]
-    y0 = Y[i, 0]
-    y1 = Y[i, 1]
+def _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                  attr_scale, a, b):
     f0, f1 = _attract_2d(Y, y0, y1, indptr, indices, data, i, a, b, True)
     f0 *= -attr_scale  # the pull: the sign flips exactly, the bits are those of Σ −c·d
     f1 *= -attr_scale
@@ -43,6 +40,17 @@ def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
         g0, g1 = _attract_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b, True)
         f0 -= g0
         f1 -= g1
+    return f0, f1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
+    n = Y.shape[0]
+    y0 = Y[i, 0]
+    y1 = Y[i, 1]
+    f0, f1 = _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                           use_t, attr_scale, a, b)
     r0 = np.float32(0.0)
     r1 = np.float32(0.0)
     n_full, rest, base, span = _sample_layout(indptr, i, n_negatives)
@@ -63,6 +71,44 @@ def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
                 r1 += g1
     F[i, 0] = f0 + rep_weight * r0
     F[i, 1] = f1 + rep_weight * r1
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+                        attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, pool):
+    """:func:`_umap_row_2d` with its negative samples drawn from ``pool``, the positions of
+    the row block's pool points (see :func:`fill_pool`); ``rep_weight`` is already scaled by
+    n/(n − 1), since a pool point may be the row's own (no force: its direction is 0)."""
+    y0 = Y[i, 0]
+    y1 = Y[i, 1]
+    f0, f1 = _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                           use_t, attr_scale, a, b)
+    r0 = np.float32(0.0)
+    r1 = np.float32(0.0)
+    n_full, rest, base, span = _sample_layout(indptr, i, n_negatives)
+    for r in range(n_full + 1):
+        stop = base + (span if r < n_full else rest)
+        repeat_hash = hash_combine(epoch_hash, r)
+        for e in range(base, stop):
+            slot = bounded(hash_combine(repeat_hash, e), pool.shape[0])
+            g0, g1 = _umap_repel_2d(pool, y0, y1, slot, a, b, eps)
+            r0 += g0
+            r1 += g1
+    F[i, 0] = f0 + rep_weight * r0
+    F[i, 1] = f1 + rep_weight * r1
+
+
+@numba.njit(inline="always", cache=True)
+def fill_pool(Y, pool, epoch_hash, block):
+    """``pool[p]`` ← the position of point ``bounded(hash(block key, p), n)``: uniform over
+    all n points, one draw per slot, keyed by the row block (so by no thread). The block key
+    ``−1 − block`` is negative, where the repeats' keys ``r ≥ 0`` are not."""
+    n = Y.shape[0]
+    block_hash = hash_combine(epoch_hash, np.int64(-1) - block)
+    for p in range(pool.shape[0]):
+        k = bounded(hash_combine(block_hash, p), n)
+        for c in range(Y.shape[1]):
+            pool[p, c] = Y[k, c]
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
@@ -97,7 +143,7 @@ def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
 
 def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
                n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
-               n_workers=None):
+               n_workers=None, negative_pool=0):
     """One unnormalized epoch: ``F`` ← forces at ``Y`` (module docstring), then with momentum
     μ, ``V ← μ·V + lr·clip(F)`` and ``Y_out ← Y + V`` (row by row, so ``Y_out`` must not be
     ``Y``).
@@ -115,13 +161,31 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     seed : uint64; epoch : int64; exhaustive : bool (see the module docstring).
     n_workers : int or None, threads that claim row blocks (:mod:`unimap._kernels.dynamic`);
         None: numba's current thread count.
+    negative_pool : int, 2-D only (ignored otherwise and when ``exhaustive``)
+        0: every negative sample reads a uniform point of ``Y``. P > 0: each block of
+        ``ROW_BLOCK`` rows first copies P uniform points (one draw each, keyed by the block)
+        into a small array, and its rows draw their samples from it. Once ``Y`` outgrows the
+        cache the samples' random reads cost more than their forces (1M points: ~25% of an
+        epoch); from a pool they are ~10x fewer. Each sample is still uniform over the n
+        points (the row's own gives no force, hence ``rep_weight·n/(n − 1)``), so the
+        repulsion stays unbiased; its noise is shared by a block's rows, which the
+        relabelling of large inputs makes neighbours, so it moves them together (measured
+        in ``docs/gdr.md``).
     """
     if n_workers is None:
         n_workers = workers()
-    kernel = _umap_epoch_2d if Y.shape[1] == 2 else _umap_epoch_nd
-    kernel(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
-           n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
-           np.int64(n_workers))
+    if Y.shape[1] == 2:
+        n_pool = 0 if exhaustive else int(negative_pool)
+        if n_pool > 0:
+            n = Y.shape[0]
+            rep_weight = np.float32(rep_weight * np.float32(n / (n - 1)))
+        _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
+                       attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
+                       epoch, exhaustive, np.int64(n_workers), np.int64(n_pool))
+        return
+    _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
+                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
+                   epoch, exhaustive, np.int64(n_workers))
 
 
 # The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
@@ -144,20 +208,30 @@ def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                    attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive, n_workers):
+                   epoch, exhaustive, n_workers, n_pool):
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
     n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     next_block = np.zeros(1, np.int64)
     for _worker in numba.prange(n_workers):
+        pool = np.empty((n_pool, 2), np.float32)
         block = claim(next_block)
         while block < n_blocks:
-            for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
-                _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
-                             use_t, attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash,
-                             exhaustive)
-                _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+            rows = range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK))
+            if n_pool > 0:
+                fill_pool(Y, pool, epoch_hash, block)
+                for i in rows:
+                    _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices,
+                                        t_data, use_t, attr_scale, n_negatives, rep_weight, a,
+                                        b, eps, epoch_hash, pool)
+                    _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+            else:
+                for i in rows:
+                    _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                                 use_t, attr_scale, n_negatives, rep_weight, a, b, eps,
+                                 epoch_hash, exhaustive)
+                    _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             block = claim(next_block)
 
 

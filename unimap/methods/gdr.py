@@ -45,6 +45,9 @@ _UMAP_LR = 0.1
 _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
 LOCALITY_MIN_ROWS = 200_000  # GDR(): relabel points for memory locality from here on
+# ... and draw the negatives of each block of rows from a pool of this many points
+# (unimap._kernels.gdr_unnormalized.umap_epoch; measured in docs/gdr.md)
+NEGATIVE_POOL = 512
 _REPULSION_RATE = 5.0  # ν: an edge repels like UMAP's 5 negatives of weight γ·p̄
 _TSNE_EPOCHS = 600  # 100 of early exaggeration, then 500
 _TSNE_EE_ITER = 100
@@ -407,9 +410,10 @@ class GDR(NeighborEmbedding):
 
         # Large inputs: points relabelled along a Z-order curve of their start, so that a
         # row's neighbours lie close in memory (the random reads of the embedding dominate an
-        # epoch once it outgrows the cache). Below the threshold the labels stay as given, so
-        # results on small data are those of earlier versions (the negatives are keyed by row
-        # and edge position, which a relabelling changes).
+        # epoch once it outgrows the cache), and each block of rows draws its negatives from a
+        # pool of NEGATIVE_POOL points. Below the threshold the labels stay as given and every
+        # sample reads its own point, so results on small data are those of earlier versions
+        # (the negatives are keyed by row and edge position, which a relabelling changes).
         order = None
         if init.shape[0] >= LOCALITY_MIN_ROWS:
             order = locality_order(init)
@@ -420,7 +424,8 @@ class GDR(NeighborEmbedding):
         Y = full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
                             seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
                             weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order,
-                            device=fit.devices_["optimize"])
+                            device=fit.devices_["optimize"],
+                            negative_pool=0 if order is None else NEGATIVE_POOL)
         return Y if order is None else in_input_order(Y, order)
 
     def _optimize_normalized(self, fit, init, seed):
