@@ -177,6 +177,70 @@ def test_fit_sample_transform_is_deterministic_and_places_well(digits, client):
     assert accuracy > 0.9, accuracy
 
 
+@pytest.fixture(scope="module")
+def offset_data():
+    """Correlated 40-D rows far from the origin (offset 1e4, spread ~6): a sum of x xᵀ
+    minus n μ μᵀ would lose ~8 of float64's digits to cancellation here."""
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((5003, 40)) @ rng.standard_normal((40, 40)) + 1e4
+
+
+@pytest.mark.parametrize("chunks", [(1000, 40), (777, 13), (5003, 40)])
+def test_pca_fit_of_dask_array_equals_covariance_solver(offset_data, chunks):
+    """PCA.fit of a dask array merges per-block moments; its axes equal the in-memory
+    covariance solver's up to rounding, for uneven row chunks and column chunks."""
+    ref = unimap.PCA(5, svd_solver="covariance").fit(offset_data)
+    est = unimap.PCA(5).fit(da.from_array(offset_data, chunks=chunks))
+    assert est.svd_solver_ == "covariance" and est.n_samples_ == 5003
+    assert est.components_.dtype == np.float64
+    np.testing.assert_allclose(est.components_, ref.components_, atol=1e-10)
+    np.testing.assert_allclose(est.mean_, ref.mean_, rtol=1e-13)
+    np.testing.assert_allclose(est.explained_variance_, ref.explained_variance_, rtol=1e-10)
+    # the in-memory ratio divides by (Σx² − nμ²)/(n − 1), which loses digits at this offset
+    np.testing.assert_allclose(est.explained_variance_ratio_, ref.explained_variance_ratio_,
+                               rtol=1e-8)
+
+
+def test_pca_fit_transform_of_dask_array_is_lazy_and_float32(offset_data, client):
+    X = (offset_data - 1e4).astype(np.float32)
+    ref = unimap.PCA(5, svd_solver="covariance").fit(X)
+    X_dask = da.from_array(X, chunks=(1000, -1))
+    Z = unimap.PCA(5).fit_transform(X_dask)
+    assert isinstance(Z, da.Array) and Z.dtype == np.float32
+    np.testing.assert_allclose(client.compute(Z).result(), ref.transform(X), atol=1e-4)
+    # the moments merge in a fixed tree: the same with or without the cluster, bitwise
+    with_client = unimap.dask.scatter_moments(X_dask)
+    with dask_config_sync():
+        local = unimap.dask.scatter_moments(X_dask)
+    np.testing.assert_array_equal(with_client.scatter, local.scatter)
+
+
+def dask_config_sync():
+    import dask
+
+    return dask.config.set(scheduler="sync")
+
+
+def test_pca_fit_of_dask_array_rejects_bad_input(offset_data):
+    X = offset_data.copy()
+    X[2345, 3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(row 2345, in the block of rows "
+                                         r"2000-2999\)"):
+        unimap.PCA(5).fit(da.from_array(X, chunks=1000))
+    with pytest.raises(ValueError, match="n_components must be in"):
+        unimap.PCA(50).fit(da.from_array(offset_data, chunks=1000))
+    with pytest.raises(ValueError, match="svd_solver='full' needs the data in memory"):
+        unimap.PCA(5, svd_solver="full").fit(da.from_array(offset_data, chunks=1000))
+    unknown = da.from_array(offset_data, chunks=1000)
+    unknown = unknown[unknown[:, 0] > 0]  # a boolean mask: row counts unknown until computed
+    with pytest.raises(ValueError, match="unknown row counts"):
+        unimap.PCA(5).fit(unknown)
+    est = unimap.PCA(5)
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(da.from_array(X, chunks=1000))
+    assert not hasattr(est, "components_")  # nothing written half-way
+
+
 def test_import_unimap_does_not_import_dask():
     code = ("import sys, unimap; unimap.GDR; unimap.PCA; unimap.dask; "
             "import unimap.methods.umap, unimap.methods.tsne; "

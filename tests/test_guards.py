@@ -40,8 +40,8 @@ def _inject_nan(monkeypatch, module, name, at_epoch, target):
     real = getattr(module, name)
     calls = {"n": 0}
 
-    def faulty(*args):
-        out = real(*args)
+    def faulty(*args, **kwargs):
+        out = real(*args, **kwargs)
         if calls["n"] == at_epoch:
             args[target][3, 0] = np.nan
         calls["n"] += 1

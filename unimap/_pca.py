@@ -19,7 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-__all__ = ["SOLVERS", "PCAFit", "choose_solver", "fit_pca", "project", "randomized_range"]
+__all__ = [
+    "SOLVERS", "PCAFit", "axes_from_scatter", "centred_scatter", "choose_solver", "fit_pca",
+    "project", "randomized_range",
+]
 
 SOLVERS = ("auto", "covariance", "full", "randomized")
 _COV_BLOCK_BYTES = 32 << 20  # rows of X centred at a time in the covariance solver
@@ -68,9 +71,24 @@ def fit_pca(X: np.ndarray, n_components: int, solver: str = "auto", n_iter: int 
         components, variances = _full_svd(X, mean)
     else:
         components, variances = _randomized(X, mean, k, n_iter, seed)
+    return _axes(components, variances, mean, total_var, n, k, X.dtype, solver)
+
+
+def axes_from_scatter(scatter: np.ndarray, mean: np.ndarray, n: int, n_components: int,
+                      dtype: np.dtype) -> PCAFit:
+    """The covariance solver's axes from the centred scatter matrix ``Σ (x − mean)(x −
+    mean)ᵀ`` (float64, d × d) of ``n`` rows, gathered elsewhere (``unimap.dask``'s blocks)."""
+    cov = scatter / max(n - 1, 1)
+    components, variances = _leading_eigenpairs(cov, n_components)
+    total_var = float(np.trace(cov)) if n > 1 else 0.0
+    return _axes(components, variances, mean, total_var, n, n_components, np.dtype(dtype),
+                 "covariance")
+
+
+def _axes(components: np.ndarray, variances: np.ndarray, mean: np.ndarray, total_var: float,
+          n: int, k: int, dtype: np.dtype, solver: str) -> PCAFit:
     components = _fix_signs(components[:k])
     variances = np.maximum(variances[:k], 0.0)
-    dtype = X.dtype
     ratio = variances / total_var if total_var > 0 else np.zeros_like(variances)
     return PCAFit(components.astype(dtype), mean.astype(dtype), variances.astype(dtype),
                   ratio.astype(dtype), np.sqrt(variances * max(n - 1, 1)).astype(dtype), solver)
@@ -85,17 +103,29 @@ def project(X: np.ndarray, fit: PCAFit, whiten: bool = False) -> np.ndarray:
 
 
 def _covariance(X: np.ndarray, mean64: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    # Centred BLAS products in the input precision (float32 for float32 input, as
-    # scikit-learn's covariance_eigh), by blocks of rows summed in float64: no centred copy
-    # of X and shorter float32 sums.
+    cov = centred_scatter(X, mean64)
+    cov /= max(X.shape[0] - 1, 1)
+    return _leading_eigenpairs(cov, k)
+
+
+def centred_scatter(X: np.ndarray, mean64: np.ndarray) -> np.ndarray:
+    """``Σ (x − mean)(x − mean)ᵀ`` over the rows of ``X``, float64 (d × d).
+
+    Centred BLAS products in the input precision (float32 for float32 input, as
+    scikit-learn's covariance_eigh), by blocks of rows summed in float64: no centred copy
+    of X and shorter float32 sums."""
     mean = mean64.astype(X.dtype)
     d = X.shape[1]
     block = max(1, _COV_BLOCK_BYTES // (d * X.dtype.itemsize))
-    cov = np.zeros((d, d), dtype=np.float64)
+    scatter = np.zeros((d, d), dtype=np.float64)
     for start in range(0, X.shape[0], block):
         Xc = X[start : start + block] - mean
-        cov += Xc.T @ Xc
-    cov /= max(X.shape[0] - 1, 1)
+        scatter += Xc.T @ Xc
+    return scatter
+
+
+def _leading_eigenpairs(cov: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    d = cov.shape[0]
     evals, evecs = scipy.linalg.eigh(cov, subset_by_index=(d - k, d - 1))  # leading pairs only
     order = np.argsort(evals)[::-1]
     return evecs[:, order].T, evals[order]

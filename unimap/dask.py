@@ -18,6 +18,9 @@ its type).
 - :func:`fit_sample_transform` is the recipe for data that does not fit one machine: draw a
   uniform sample of the rows (seeded), fit on it, place every row with the distributed
   ``transform``.
+- ``PCA().fit`` of a dask array streams its blocks (:func:`scatter_moments`): data too wide
+  for one machine is reduced on the cluster, and its principal components (n × 50) fitted in
+  memory with their own kNN graph.
 
 The kNN graph of the full data is not built on Dask: placing new points only needs each
 point's neighbours among the fitted sample, which every block finds against the shipped index;
@@ -36,7 +39,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["SamplePlacement", "fit_sample_transform", "is_dask_collection", "sample_rows"]
+__all__ = ["Moments", "SamplePlacement", "fit_sample_transform", "is_dask_collection",
+           "sample_rows", "scatter_moments"]
 
 _NOT_SHIPPED = ("graph_", "knn_indices_", "knn_dists_")  # fitted, but transform never reads them
 
@@ -170,6 +174,101 @@ def _current_client() -> Any:
         return get_client()
     except ValueError:
         return None
+
+
+class Moments(NamedTuple):
+    """What :func:`scatter_moments` returns."""
+
+    n: int
+    """Rows."""
+    mean: np.ndarray
+    """(d,) float64."""
+    scatter: np.ndarray
+    """(d, d) float64: ``Σ (x − mean)(x − mean)ᵀ`` over the rows."""
+
+
+def scatter_moments(X: Any) -> Moments:
+    """Row count, mean and centred scatter matrix of a dask array's rows, in one pass.
+
+    Each block's own moments are computed on its worker (centred on the block's mean, in the
+    data's precision, summed in float64: :func:`unimap._pca.centred_scatter`); pairs of
+    blocks are merged on the workers in a fixed binary tree (Chan, Golub and LeVeque's
+    update, exact for any offset of the data: no ``Σ x xᵀ − n μ μᵀ`` cancellation), so only
+    one d × d matrix reaches the client and the result depends on the chunking, not on the
+    cluster. This is what ``unimap.PCA().fit`` of a dask array runs.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features), numeric, row counts known
+        Integer and boolean blocks are read as float32, as ``check_array`` does.
+
+    Returns
+    -------
+    Moments
+
+    Raises
+    ------
+    ValueError
+        Unknown row counts, no rows, or a NaN or infinity in some block (named by its row
+        range).
+    """
+    import dask
+
+    X = checked_rows(X, "scatter_moments")
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    parts = [dask.delayed(_block_moments)(block, int(starts[b]))
+             for b, block in enumerate(X.to_delayed().ravel())]
+    while len(parts) > 1:  # a fixed tree: the merge order, hence the rounding, is the chunking's
+        parts = [dask.delayed(_merge_moments)(*parts[i:i + 2]) if i + 1 < len(parts)
+                 else parts[i] for i in range(0, len(parts), 2)]
+    return parts[0].compute()
+
+
+def checked_rows(X: Any, what: str) -> Any:
+    """``X`` as a 2-D numeric dask array with known, non-zero row count, one column chunk."""
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{what} takes a dask.array.Array, got {type(X).__module__}."
+                        f"{type(X).__qualname__}; a dask DataFrame becomes one with "
+                        "df.to_dask_array(lengths=True)")
+    if X.ndim != 2:
+        raise ValueError(f"{what} needs a 2-D dask array, got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what} needs numeric data, got dtype {X.dtype}")
+    if not np.isfinite(X.shape[0]):
+        raise ValueError("X has unknown row counts (chunks of nan rows); call "
+                         "X.compute_chunk_sizes() first, or build it with known lengths")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{what} needs at least one row and one column, got shape {X.shape}")
+    return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X  # moments need whole rows
+
+
+def _block_moments(block: Any, first_row: int) -> Moments:
+    from unimap._pca import centred_scatter
+
+    block = np.asarray(block)
+    if block.dtype not in (np.float32, np.float64):
+        block = block.astype(np.float32)
+    if not np.isfinite(block).all():
+        bad = first_row + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+        raise ValueError(f"X contains NaN or infinity (row {bad}, in the block of rows "
+                         f"{first_row}-{first_row + block.shape[0] - 1})")
+    d = block.shape[1]
+    if block.shape[0] == 0:
+        return Moments(0, np.zeros(d), np.zeros((d, d)))
+    mean = block.mean(axis=0, dtype=np.float64)
+    return Moments(block.shape[0], mean, centred_scatter(block, mean))
+
+
+def _merge_moments(a: Moments, b: Moments) -> Moments:
+    n = a.n + b.n
+    if a.n == 0 or b.n == 0:
+        return a if b.n == 0 else b
+    delta = b.mean - a.mean
+    mean = a.mean + delta * (b.n / n)
+    scatter = a.scatter + b.scatter + np.outer(delta, delta) * (a.n * b.n / n)
+    return Moments(n, mean, scatter)
 
 
 class SamplePlacement(NamedTuple):

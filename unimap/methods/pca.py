@@ -36,6 +36,11 @@ class PCA(UnimapEstimator):
     - ``"randomized"``: Halko et al.'s randomized range finder with power iterations, for
       large inputs when few components are wanted; never forms the centred copy of ``X``.
 
+    ``fit`` of a ``dask.array.Array`` never gathers it: the covariance solver's matrix is
+    summed block by block on the workers (:func:`unimap.dask.scatter_moments`), so data
+    far larger than one machine's memory is reduced in one pass over its blocks, and
+    ``transform`` projects it block by block, lazily (``docs/dask.md``).
+
     Parameters
     ----------
     n_components : int, default=2
@@ -99,8 +104,12 @@ class PCA(UnimapEstimator):
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit and return the projections of ``X``, shape (n_samples, n_components)."""
-        return project(self._fit(X), self._axes, self.whiten)
+        """Fit and return the projections of ``X``, shape (n_samples, n_components) (lazy
+        for a dask array, as :meth:`transform`)."""
+        X = self._fit(X)
+        if is_dask_collection(X):
+            return self._dask_transform(X, {})
+        return project(X, self._axes, self.whiten)
 
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` of shape (m, n_features) onto the components: (m, n_components).
@@ -143,9 +152,11 @@ class PCA(UnimapEstimator):
         return PCAFit(self.components_, self.mean_, self.explained_variance_,
                       self.explained_variance_ratio_, self.singular_values_, self.svd_solver_)
 
-    def _fit(self, X: Any) -> np.ndarray:
+    def _fit(self, X: Any) -> Any:
         start = time.perf_counter()
         self._validate_params()
+        if is_dask_collection(X):
+            return self._fit_dask(X, start)
         names = SimpleNamespace()
         X = _check_input(self._fit_input(X, names))
         n, d = X.shape
@@ -156,9 +167,32 @@ class PCA(UnimapEstimator):
 
             solver = choose_solver(n, d, k)
         seed = seed_from_random_state(self.random_state) if solver == "randomized" else 0
-        axes = fit_pca(X, k, solver, self.n_iter, seed)
+        self._store(fit_pca(X, k, solver, self.n_iter, seed), n, d, vars(names), start)
+        return X
+
+    def _fit_dask(self, X: Any, start: float) -> Any:
+        """Fit on a dask array without gathering it: one pass over its blocks for the
+        covariance (:func:`unimap.dask.scatter_moments`), then its leading eigenvectors."""
+        from unimap._pca import axes_from_scatter
+        from unimap.dask import checked_rows, scatter_moments
+
+        if self.svd_solver not in ("auto", "covariance"):
+            raise ValueError(
+                "PCA fits a dask array with the covariance solver (one pass over its blocks); "
+                f"svd_solver={self.svd_solver!r} needs the data in memory "
+                "(fit np.asarray(X) instead)")
+        X = checked_rows(X, "PCA.fit")
+        n, d = int(X.shape[0]), int(X.shape[1])
+        k = check_int(self.n_components, "n_components", 1, min(n, d))  # before the pass
+        moments = scatter_moments(X)
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+        axes = axes_from_scatter(moments.scatter, moments.mean, moments.n, k, dtype)
+        self._store(axes, moments.n, d, {}, start)
+        return X
+
+    def _store(self, axes: Any, n: int, d: int, names: dict, start: float) -> None:
         fitted = dict(
-            vars(names), n_samples_=n, n_features_in_=d, n_components_=k,
+            names, n_samples_=n, n_features_in_=d, n_components_=axes.components.shape[0],
             svd_solver_=axes.solver, components_=axes.components, mean_=axes.mean,
             explained_variance_=axes.explained_variance,
             explained_variance_ratio_=axes.explained_variance_ratio,
@@ -168,7 +202,6 @@ class PCA(UnimapEstimator):
         for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
             self.__dict__.pop(stale, None)
         self.__dict__.update(fitted)
-        return X
 
 
 def _check_input(X: Any) -> np.ndarray:
