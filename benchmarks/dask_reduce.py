@@ -34,12 +34,12 @@ import argparse
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from dask_place import machine_state  # benchmarks/ is the script's directory
 
 CENTRES, SEED, SPREAD = 30, 0, 0.2
 
@@ -64,17 +64,6 @@ def _labels_block(dim, block_info=None):
     info = block_info[None]
     return np.random.default_rng([SEED, 2, info["chunk-location"][0]]).integers(
         0, CENTRES, info["chunk-shape"][0])
-
-
-def machine_state() -> str:
-    load = os.getloadavg()
-    try:
-        top = subprocess.run(["top", "-bn2", "-d1"], capture_output=True, text=True,
-                             timeout=10)
-        cpu = [line for line in top.stdout.splitlines() if "Cpu(s)" in line][-1]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        cpu = "top unavailable"
-    return f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {cpu.strip()}"
 
 
 def _worker_peak() -> int:

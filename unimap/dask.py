@@ -74,17 +74,8 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
     embedding : dask.array.Array of shape (m, n_components)
         float32 (PCA: float64 for float64 input, as its NumPy ``transform``).
     """
-    import dask.array as da
-
     name = type(estimator).__name__
-    if not isinstance(X, da.Array):
-        raise TypeError(f"{name}.transform takes a dask.array.Array, got "
-                        f"{type(X).__module__}.{type(X).__qualname__}; a dask DataFrame becomes "
-                        "one with df.to_dask_array(lengths=True)")
-    if X.ndim != 2:
-        raise ValueError(f"{name}.transform needs a 2-D dask array, got shape {X.shape}")
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"{name}.transform needs numeric data, got dtype {X.dtype}")
+    _check_numeric_matrix(X, f"{name}.transform")
     estimator._check_n_features(X, n_features)
     estimator._check_feature_names(None)  # a dask array has no column names
     if X.numblocks[1] > 1:
@@ -98,6 +89,20 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
     return X.map_blocks(_place_block, model, options, n_jobs, dtype=dtype,
                         chunks=(X.chunks[0], (width,)), meta=np.empty((0, width), dtype=dtype),
                         name=f"unimap-{name.lower()}-transform-{uuid.uuid4().hex}")
+
+
+def _check_numeric_matrix(X: Any, what: str) -> None:
+    """A 2-D ``dask.array.Array`` of numbers, or an error naming ``what`` needs it."""
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{what} takes a dask.array.Array, got {type(X).__module__}."
+                        f"{type(X).__qualname__}; a dask DataFrame becomes one with "
+                        "df.to_dask_array(lengths=True)")
+    if X.ndim != 2:
+        raise ValueError(f"{what} needs a 2-D dask array, got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what} needs numeric data, got dtype {X.dtype}")
 
 
 def _place_block(block: Any, model: Any, options: dict, n_jobs: int | None) -> np.ndarray:
@@ -226,16 +231,7 @@ def scatter_moments(X: Any) -> Moments:
 
 def checked_rows(X: Any, what: str) -> Any:
     """``X`` as a 2-D numeric dask array with known, non-zero row count, one column chunk."""
-    import dask.array as da
-
-    if not isinstance(X, da.Array):
-        raise TypeError(f"{what} takes a dask.array.Array, got {type(X).__module__}."
-                        f"{type(X).__qualname__}; a dask DataFrame becomes one with "
-                        "df.to_dask_array(lengths=True)")
-    if X.ndim != 2:
-        raise ValueError(f"{what} needs a 2-D dask array, got shape {X.shape}")
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"{what} needs numeric data, got dtype {X.dtype}")
+    _check_numeric_matrix(X, what)
     if not np.isfinite(X.shape[0]):
         raise ValueError("X has unknown row counts (chunks of nan rows); call "
                          "X.compute_chunk_sizes() first, or build it with known lengths")

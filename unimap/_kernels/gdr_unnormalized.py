@@ -78,7 +78,11 @@ def _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_d
                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, pool):
     """:func:`_umap_row_2d` with its negative samples drawn from ``pool``, the positions of
     the row block's pool points (see :func:`fill_pool`); ``rep_weight`` is already scaled by
-    n/(n − 1), since a pool point may be the row's own (no force: its direction is 0)."""
+    n/(n − 1), since a pool point may be the row's own (no force: its direction is 0).
+
+    The sampling loop is written out rather than shared with :func:`_umap_row_2d` through a
+    flag: a branch inside it stops LLVM from vectorising the hash-and-repel loop (measured
+    on the prefetch attempt of issue 23: 1M epoch 0.81 -> 1.43 s)."""
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1 = _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
