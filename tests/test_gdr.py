@@ -661,3 +661,23 @@ def test_pooled_negatives_do_not_depend_on_the_thread_count():
     one = _pooled_forces(Y, P, 0.5, 4, pool=64, n_workers=1)
     two = _pooled_forces(Y, P, 0.5, 4, pool=64, n_workers=2)
     np.testing.assert_array_equal(one, two)
+
+
+def test_large_input_path_on_digits(digits, umap_like, monkeypatch):
+    """The path GDR() takes from LOCALITY_MIN_ROWS rows on (points relabelled along a
+    Z-order curve, negatives drawn from per-block pools, the embedding returned in input
+    order), forced on the digits: the same quality bars as the default path
+    (test_quality_unnormalized_on_digits; a row order mixed up on the way back would score
+    ~0.1), and bitwise the same for any n_jobs."""
+    import unimap.methods.gdr as gdr_module
+
+    monkeypatch.setattr(gdr_module, "LOCALITY_MIN_ROWS", 1000)
+    X, y = digits
+    runs = [GDR(random_state=0, n_jobs=j).fit_transform(X) for j in (1, 2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    E = runs[0]
+    assert not np.array_equal(E, umap_like.embedding_)  # the large path did run
+    assert np.isfinite(E).all()
+    assert knn_accuracy_loo(E, y, 10) > 0.975
+    assert trustworthiness(X, E, n_neighbors=15) > 0.98
+    assert knn_recall(X, E, 15) > 0.49
