@@ -223,15 +223,17 @@ def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[i
         block = min(EXACT_BLOCK_BYTES, n * n * 4)
         return copy + 2 * block + graph * 3, copy + graph
     if method == "hnsw":
-        from unimap.neighbors import HNSW_PCA_DIM, HNSW_SELF_CANDIDATES_PER_PART
+        from unimap.neighbors import HNSW_PCA_DIM, hnsw_layout
 
         p = min(d, HNSW_PCA_DIM)
         index = int(n * (4 * p + HNSW_LINK_BYTES) * HNSW_GROWTH)
         ordered = n * p * 4  # the projection in Morton order, kept for the graph's search
         projection = n * (d + p) * 4 if d > HNSW_PCA_DIM else 0  # centred copy while projecting
-        cand = max(HNSW_SELF_CANDIDATES_PER_PART, k)
-        reverse = 2 * cand * 4 if k <= HNSW_SELF_CANDIDATES_PER_PART else 0
-        search = n * (2 * cand * 8 + cand * 4 + reverse + 24 * k)
+        layout = hnsw_layout(n)
+        parts = layout.n_parts
+        cand = max(layout.self_candidates, -(-2 * k // parts))  # per part (_HNSWIndex.search)
+        reverse = parts * cand * 4 if k <= layout.self_candidates else 0
+        search = n * (parts * cand * 8 + cand * 4 + reverse + 24 * k)
         kept = copy + index + ordered + graph
         return kept + max(projection, search), kept
     # nndescent: pynndescent's float32 copy, its forest and heaps (~3 arrays of n x k, 8 B)

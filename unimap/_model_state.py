@@ -361,7 +361,7 @@ def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
     from unimap._pca import PCAFit
 
     info = _typed(info, dict)
-    settings = {"n_parts": min(neighbors.HNSW_PARTS, data.shape[0]), "M": neighbors.HNSW_M,
+    settings = {"n_parts": neighbors.hnsw_layout(data.shape[0]).n_parts, "M": neighbors.HNSW_M,
                 "ef_construction": neighbors.HNSW_EF_CONSTRUCTION}
     stored = {k: info.get(k) for k in settings}
     if stored != settings:
