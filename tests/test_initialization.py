@@ -182,3 +182,30 @@ def test_spectral_layout_does_not_depend_on_blas_threads():
         with threadpool_limits(threads, user_api="blas"):
             layouts.append(spectral_layout(G, 2, seed=0))
     np.testing.assert_array_equal(layouts[0], layouts[1])
+
+
+def test_spectral_init_components_laid_out_side_by_side_do_not_depend_on_threads():
+    """Components of unequal sizes (100 to 600 rows, above the dense-eigh size) are laid out
+    on the fit's threads, largest first: the same bits on 1 and 2 threads."""
+    import warnings
+
+    import numba
+
+    rng = np.random.default_rng(3)
+    sizes = [600, 100, 400, 250, 150]
+    X = np.vstack([rng.normal(60 * c, 1, (m, 5)) for c, m in enumerate(sizes)])
+    graph = _graph(X)
+    before = numba.get_num_threads()
+    layouts = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Y, info = spectral_init(graph, 2, seed=0, data=X)
+            assert info["n_graph_components"] == len(sizes)
+            layouts.append(Y)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(layouts[0], layouts[1])
+    assert np.isfinite(layouts[0]).all()

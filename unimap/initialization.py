@@ -8,6 +8,8 @@ Fallbacks never fail silently: they warn and say what was used in the returned `
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -88,12 +90,14 @@ def initialize(
     return (rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)), info
 
 
-def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int) -> np.ndarray | None:
+def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
+                    limit_blas: bool = True) -> np.ndarray | None:
     """Eigenvectors 2..(d+1) of the symmetric normalised Laplacian of a connected graph.
 
     The smallest eigenvectors of ``L = I − D^{-1/2} W D^{-1/2}`` are the largest of the
     normalised adjacency ``D^{-1/2} W D^{-1/2}``, which ARPACK finds much faster (no
     shift-invert needed). Returns None if the graph is too small or the solver fails.
+    ``limit_blas=False``: the caller has already limited BLAS to one thread.
     """
     n = graph.shape[0]
     k = n_components + 1
@@ -107,7 +111,7 @@ def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int) -> np.ndar
         if n <= _DENSE_EIGH_MAX:
             evals, evecs = np.linalg.eigh(adjacency.toarray())
         else:
-            evals, evecs = _arpack_largest(adjacency, k, degrees, seed)
+            evals, evecs = _arpack_largest(adjacency, k, degrees, seed, limit_blas)
     except Exception as exc:  # ARPACK non-convergence or LAPACK failure
         warnings.warn(f"spectral initialization failed ({exc})", stacklevel=3)
         return None
@@ -121,7 +125,7 @@ def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int) -> np.ndar
     return (layout * signs).astype(np.float32)
 
 
-def _arpack_largest(adjacency, k, degrees, seed):
+def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
     """Largest ``k`` eigenpairs by ARPACK; a small Krylov space first, a large one on failure.
 
     On MNIST-70k 16 Lanczos vectors converge in 0.5 s where umap-learn's sqrt(n) = 264 take
@@ -144,7 +148,7 @@ def _arpack_largest(adjacency, k, degrees, seed):
     # threads), and a core held by another program does not stall BLAS's static split
     # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
     # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
-    with threadpool_limits(1, user_api="blas"):
+    with threadpool_limits(1, user_api="blas") if limit_blas else nullcontext():
         try:
             return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
         except ArpackNoConvergence:
@@ -279,12 +283,41 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     # block holds the same entries in the same order as before.
     grouped = graph[order][:, order]
     large = np.flatnonzero(sizes > n_components + 1)
-    for c, component_seed in zip(large, spawn_seeds(solver_seed, len(large)), strict=True):
+
+    def lay_out(task) -> None:  # writes only its component's rows
+        c, component_seed = task
         lo, hi = bounds[c], bounds[c + 1]
-        sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, component_seed)
+        sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, component_seed,
+                              limit_blas=False)  # _run_largest_first limits it
         if sub is not None:
             layout[order[lo:hi]] = sub / max(np.abs(sub).max(), 1e-12)
+
+    tasks = list(zip(large, spawn_seeds(solver_seed, len(large)), strict=True))
+    _run_largest_first(lay_out, tasks, sizes)
     return meta[labels] + radius[labels, None] * layout
+
+
+def _run_largest_first(work, tasks: list, sizes: np.ndarray) -> None:
+    """``work(task)`` for each (component, seed) task, on the fit's threads (numba's count),
+    largest components first, each taken by the next free thread. A component's layout
+    depends on its own graph and seed only, so the result is the same for any thread count.
+    scipy's sparse products, most of ARPACK's time, release the GIL: the 26 components of
+    the 1M-point mixture of issue 23 took 7.3 s on one thread."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threads = min(numba.get_num_threads(), len(tasks))
+    # One BLAS thread for all of them, on any thread count (see _arpack_largest), set once
+    # here, outside the threads (which skip their own limit): threadpoolctl's limits are
+    # process-wide.
+    with threadpool_limits(1, user_api="blas"):
+        if threads <= 1:
+            for task in tasks:
+                work(task)
+            return
+        tasks = sorted(tasks, key=lambda task: -int(sizes[task[0]]))
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(work, tasks))  # list(): re-raises a worker's exception
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
