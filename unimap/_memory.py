@@ -231,7 +231,7 @@ def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[i
         projection = n * (d + p) * 4 if d > HNSW_PCA_DIM else 0  # centred copy while projecting
         layout = hnsw_layout(n)
         parts = layout.n_parts
-        cand = max(layout.self_candidates, -(-2 * k // parts))  # per part (_HNSWIndex.search)
+        cand = layout.candidates_per_part(k, self_join=True)
         reverse = parts * cand * 4 if k <= layout.self_candidates else 0
         search = n * (parts * cand * 8 + cand * 4 + reverse + 24 * k)
         kept = copy + index + ordered + graph

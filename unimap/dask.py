@@ -232,12 +232,16 @@ def scatter_moments(X: Any) -> Moments:
 def checked_rows(X: Any, what: str) -> Any:
     """``X`` as a 2-D numeric dask array with known, non-zero row count, one column chunk."""
     _check_numeric_matrix(X, what)
-    if not np.isfinite(X.shape[0]):
-        raise ValueError("X has unknown row counts (chunks of nan rows); call "
-                         "X.compute_chunk_sizes() first, or build it with known lengths")
+    _check_known_rows(X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{what} needs at least one row and one column, got shape {X.shape}")
     return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X  # moments need whole rows
+
+
+def _check_known_rows(X: Any) -> None:
+    if not np.isfinite(X.shape[0]):
+        raise ValueError("X has unknown row counts (chunks of nan rows); call "
+                         "X.compute_chunk_sizes() first, or build it with known lengths")
 
 
 def _block_moments(block: Any, first_row: int) -> Moments:
@@ -298,10 +302,8 @@ def sample_rows(X: Any, n_sample: int, random_state: Any = None) -> tuple[np.nda
     from unimap._random import seed_from_random_state
     from unimap._validation import check_int
 
+    _check_known_rows(X)
     n = X.shape[0]
-    if not np.isfinite(n):
-        raise ValueError("X has unknown row counts (chunks of nan rows); call "
-                         "X.compute_chunk_sizes() first, or build it with known lengths")
     n_sample = check_int(n_sample, "n_sample", 2, int(n))
     rng = np.random.default_rng(seed_from_random_state(random_state))
     indices = np.sort(rng.choice(int(n), size=n_sample, replace=False)).astype(np.int64)

@@ -454,11 +454,8 @@ class _HNSWIndex:
             if query_order is None:  # a query's result does not depend on the others
                 query_order = morton_order(reduced)
             ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
-        per_part = layout.self_candidates if self_join else layout.new_candidates
-        # above the per-part count, k candidates from each of 2 parts (k/2 from each of 4):
-        # twice the share of the true neighbours a part holds
-        wanted = max(per_part, -(-2 * k // len(self.indexes)))
-        n_cand = min(wanted, max(ix.ntotal for ix in self.indexes))
+        n_cand = min(layout.candidates_per_part(k, self_join),
+                     max(ix.ntotal for ix in self.indexes))
         # faiss writes each part's local ids straight into its slice: local id l of part p is
         # Morton position p + l * n_parts (the re-ranking maps it; -1 is a missing candidate)
         candidates = np.empty((len(self.indexes), ordered.shape[0], n_cand), dtype=np.int64)
@@ -572,6 +569,13 @@ class HNSWLayout(NamedTuple):
     n_parts: int
     self_candidates: int  # per part, for the kNN graph of the indexed points (with reverse pairs)
     new_candidates: int  # per part, for new points
+
+    def candidates_per_part(self, k: int, self_join: bool) -> int:
+        """Candidates each part returns for ``k`` neighbours: above the per-part count, k
+        from each of 2 parts (k/2 from each of 4), twice the share of the true neighbours a
+        part holds."""
+        per_part = self.self_candidates if self_join else self.new_candidates
+        return max(per_part, -(-2 * k // self.n_parts))
 
 
 def hnsw_layout(n: int) -> HNSWLayout:
