@@ -50,6 +50,16 @@ def cuda_status() -> tuple[bool, str]:
         device = cuda.get_current_device()
     except Exception as exc:  # noqa: BLE001 - the driver reports errors of many kinds
         return False, f"the CUDA driver failed ({exc})"
+    try:
+        # numba-cuda loads its lowering of numpy functions lazily, at the first compile; a NumPy
+        # it does not support fails there (numba-cuda 0.30.4 with NumPy 2.5: np.row_stack), so
+        # load it now and name the cause instead of failing in the middle of a fit.
+        import numba.cuda.cudaimpl  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - whatever the incompatibility raises
+        import numpy as np
+
+        return False, (f"numba-cuda cannot compile kernels with NumPy {np.__version__} ({exc}); "
+                       "the gpu extra asks for numpy<2.5")
     name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
     major, minor = device.compute_capability
     return True, f"{name} (compute capability {major}.{minor})"
