@@ -381,3 +381,38 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         assert ".entry" in ptx
     ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, nt.int32[::1]), cc=(9, 0))
     assert ".entry" in ptx
+
+
+@pytest.mark.skipif(simulated() or not _ptx_compiler_available(),
+                    reason="needs numba-cuda and its NVVM compiler (the gpu extra)")
+def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
+    # Seen on an H100: with floor32's CUDA overload registered through numba's `overload`, a
+    # UMAP fit on the CPU and then on the GPU in one process failed (KeyError <ufunc 'floor'>):
+    # the CUDA compile took the CPU's np.floor. A fresh process compiles the CPU caller first.
+    code = textwrap.dedent("""
+        import types
+        import numba, numpy as np
+        import numba.cuda.dispatcher as dispatcher
+        from numba import cuda, types as nt
+        from unimap._kernels.fastpow import fast_pow
+
+        @numba.njit(fastmath=True)
+        def on_cpu(x, b):
+            return fast_pow(x, b)
+
+        print(on_cpu(np.float32(2.0), np.float32(0.5)))
+        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from unimap._cuda import umap
+        f2, f8 = nt.float32[:, ::1], nt.float64[::1]
+        signature = (f2, f2, nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8, f8, f8,
+                     nt.uint64, nt.int64, *(nt.float32,) * 4)
+        ptx, _ = cuda.compile_ptx(umap._sgd_epoch_2d.py_func, signature, cc=(9, 0),
+                                  fastmath=True)
+        print("cvt.rmi" in ptx)  # math.floor's rounding towards minus infinity
+    """)
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    value, floor_in_ptx = result.stdout.split()
+    assert abs(float(value) - 2 ** 0.5) < 1e-4 and floor_in_ptx == "True"

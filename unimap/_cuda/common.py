@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from unimap._kernels.fastpow import floor32
 from unimap.device import simulated
 
 __all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
@@ -15,6 +16,16 @@ __all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
+
+
+if not simulated():  # the simulator runs floor32's Python body
+    from numba.cuda.extending import overload as cuda_overload
+
+    @cuda_overload(floor32, inline="always")
+    def _floor32_cuda(y):
+        """``floor32`` in CUDA kernels (see :mod:`unimap._kernels.fastpow`): math.floor, as
+        CUDA's ufunc table lacks np.floor; equal to np.floor for |y| < 2**24."""
+        return lambda y: np.float32(math.floor(y))
 
 
 def on_target(function):

@@ -7,12 +7,11 @@ branch. Measured relative error: < 5e-5 for x in [1e-8, 1e6] (``tests/test_kerne
 far below the noise of stochastic gradient steps.
 
 The kernels that call it also compile for CUDA (:mod:`unimap._cuda`), whose ufunc table lacks
-``np.floor``: :func:`floor32` is the one primitive written per target.
+``np.floor``: :func:`floor32` is the one primitive written per target (its CUDA version lives
+in :mod:`unimap._cuda.common`, imported only with the GPU path).
 """
 
 from __future__ import annotations
-
-import math
 
 import numba
 import numpy as np
@@ -24,17 +23,14 @@ def floor32(y):
     return np.float32(np.floor(y))
 
 
-# np.floor on the CPU: LLVM vectorises it (math.floor, through an integer, made GDR's epoch
-# 43% slower on 100k points); math.floor on CUDA, whose ufunc table lacks np.floor. The two
-# agree exactly for |y| < 2**24 (y = b·log2(x) here).
+# np.floor on the CPU: LLVM vectorises it (math.floor, through an int64, made GDR's epoch 43%
+# slower on 100k points; a truncation through an int32, 5% slower on MNIST-70k). CUDA's ufunc
+# table lacks np.floor: unimap._cuda.common registers math.floor for CUDA with numba-cuda's
+# own `overload` (through numba's, a CUDA kernel compiled after a CPU caller failed with
+# numba-cuda 0.30: KeyError <ufunc 'floor'>, seen on an H100).
 @overload(floor32, target="cpu", inline="always")
 def _floor32_cpu(y):
     return lambda y: np.floor(y)
-
-
-@overload(floor32, target="cuda", inline="always")
-def _floor32_cuda(y):
-    return lambda y: np.float32(math.floor(y))
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
