@@ -52,16 +52,18 @@ def n_candidates(n: int, k: int, reduced: bool) -> int:
 @cuda.jit(cache=True)
 def _top_candidates(R, n_cand, out_idx, out_dist):
     """``out_*[q]`` ← the ``n_cand`` nearest rows of ``R`` to row q of ``R`` (itself
-    included), by squared distance, ascending."""
+    included), by squared distance, ascending. ``R`` has ``MAX_DIM`` columns (zero-padded):
+    the loops over them have a constant length, so the compiler unrolls them and keeps the
+    query in registers."""
     tile = cuda.shared.array((TILE, MAX_DIM), float32)
     query = cuda.local.array(MAX_DIM, float32)
     best_d = cuda.local.array(MAX_CANDIDATES, float32)
     best_i = cuda.local.array(MAX_CANDIDATES, int32)
-    n, dim = R.shape
+    n = R.shape[0]
     q = cuda.grid(1)
     active = q < n
     if active:
-        for c in range(dim):
+        for c in range(MAX_DIM):
             query[c] = R[q, c]
         for s in range(n_cand):
             best_d[s] = np.float32(np.inf)
@@ -69,14 +71,13 @@ def _top_candidates(R, n_cand, out_idx, out_dist):
     worst = np.float32(np.inf)
     for base in range(0, n, TILE):
         rows = min(TILE, n - base)
-        for t in range(cuda.threadIdx.x, rows * dim, cuda.blockDim.x):
-            r = t // dim
-            tile[r, t - r * dim] = R[base + r, t - r * dim]
+        for t in range(cuda.threadIdx.x, rows * MAX_DIM, cuda.blockDim.x):
+            tile[t // MAX_DIM, t % MAX_DIM] = R[base + t // MAX_DIM, t % MAX_DIM]
         cuda.syncthreads()
         if active:
             for r in range(rows):
                 d = np.float32(0.0)
-                for c in range(dim):
+                for c in range(MAX_DIM):
                     diff = query[c] - tile[r, c]
                     d += diff * diff
                 if d < worst:  # the earlier index stays first on ties
@@ -117,8 +118,7 @@ def _rerank(X, candidates, k, out_idx, out_dist):
 def device_bytes(n: int, d: int, k: int) -> int:
     reduced = d > MAX_DIM
     c = n_candidates(n, k, reduced)
-    width = CANDIDATE_DIM if reduced else d
-    return 4 * n * width + 8 * n * c + (4 * n * d + 8 * n * k if reduced else 0)
+    return 4 * n * MAX_DIM + 8 * n * c + (4 * n * d + 8 * n * k if reduced else 0)
 
 
 def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,12 +133,14 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     n, d = data.shape
     check_device_memory(device_bytes(n, d, k), "the kNN graph on the GPU")
     reduced = d > MAX_DIM
+    # Zero columns up to MAX_DIM change no distance (each adds 0.0 after the real ones).
+    search = np.zeros((n, MAX_DIM), np.float32)
     if reduced:
         step = max(1, n // PCA_SAMPLES)
         pca = fit_pca(np.ascontiguousarray(data[::step]), CANDIDATE_DIM, solver="covariance")
-        search = np.ascontiguousarray(project(data, pca), dtype=np.float32)
+        search[:, :CANDIDATE_DIM] = project(data, pca)
     else:
-        search = np.ascontiguousarray(data, dtype=np.float32)
+        search[:, :d] = data
     n_cand = n_candidates(n, k, reduced)
     blocks, threads = rows_launch(n)
     d_search = cuda.to_device(search)
