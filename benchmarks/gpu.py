@@ -72,6 +72,21 @@ def _cuml_fit(method: str, **params: Any):
     return fit
 
 
+def _import_torchdr() -> Any:
+    import torchdr
+
+    return torchdr
+
+
+def _torchdr_fit(method: str, **params: Any):
+    def fit(torchdr: Any, X: np.ndarray, spec_params: dict) -> tuple[np.ndarray, dict]:
+        Y = getattr(torchdr, method)(random_state=0, device="cuda", **params).fit_transform(X)
+        if hasattr(Y, "detach"):  # a torch tensor: the clock stops with it on the host
+            Y = Y.detach().cpu().numpy()
+        return np.asarray(Y), {}
+    return fit
+
+
 RUNNERS = {
     "unimap-gdr-cuda": Runner(_import_unimap, _unimap_fit("GDR", "cuda")),
     "unimap-umap-cuda": Runner(_import_unimap, _unimap_fit("UMAP", "cuda")),
@@ -82,6 +97,10 @@ RUNNERS = {
     "unimap-tsne-cpu": Runner(_import_unimap, _unimap_fit("TSNE", "cpu")),
     "cuml-umap": Runner(_import_cuml, _cuml_fit("UMAP")),
     "cuml-tsne": Runner(_import_cuml, _cuml_fit("TSNE")),
+    # TorchDR (PyTorch): the GPU peer that can be carried where cuML cannot be installed
+    # backend=None: torch on the GPU (its default, faiss, falls back to faiss-cpu without faiss-gpu)
+    "torchdr-umap": Runner(_import_torchdr, _torchdr_fit("UMAP", backend=None)),
+    "torchdr-tsne": Runner(_import_torchdr, _torchdr_fit("TSNE", backend=None)),
 }
 
 

@@ -87,8 +87,11 @@ class _DeviceMemoryPeak:
         self._stop = threading.Event()
 
         def poll():
+            # the driver's current context is per thread: make the primary one current here
+            # (without it every query failed and the thread died, leaving a peak of 0)
+            here = cuda.current_context()
             while not self._stop.wait(0.01):
-                self._least = min(self._least, context.get_memory_info()[0])
+                self._least = min(self._least, here.get_memory_info()[0])
 
         self._thread = threading.Thread(target=poll, daemon=True)
         self._thread.start()
