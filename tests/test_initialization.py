@@ -209,3 +209,27 @@ def test_spectral_init_components_laid_out_side_by_side_do_not_depend_on_threads
         numba.set_num_threads(before)
     np.testing.assert_array_equal(layouts[0], layouts[1])
     assert np.isfinite(layouts[0]).all()
+
+
+def test_small_components_batched_as_laid_out_one_by_one():
+    # _dense_layouts lays out the small components with one eigh per size; each layout must
+    # be bitwise the one spectral_layout gives its block alone (then scaled to max 1), the
+    # path every component took before. Sizes 4..64 (dense eigh), shuffled, uneven weights.
+    from unimap.initialization import _DENSE_EIGH_MAX, _dense_layouts
+
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(4, _DENSE_EIGH_MAX + 1, 300)
+    blocks = []
+    for size in sizes:
+        w = rng.uniform(0.0, 1.0, size=(size, size)) * (rng.random((size, size)) < 0.4)
+        w = np.triu(w, 1) + np.diag(np.ones(size - 1), 1)  # a path keeps it connected
+        blocks.append(sp.csr_matrix((w + w.T).astype(np.float32)))
+    grouped = sp.block_diag(blocks, format="csr")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    components = np.arange(sizes.size)
+    seen = set()
+    for c, sub in _dense_layouts(grouped, bounds, sizes, components, 2):
+        alone = spectral_layout(blocks[c], 2, seed=0)
+        np.testing.assert_array_equal(sub, alone / max(np.abs(alone).max(), 1e-12))
+        seen.add(int(c))
+    assert seen == set(range(sizes.size))
