@@ -228,8 +228,9 @@ def test_small_components_batched_as_laid_out_one_by_one():
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     components = np.arange(sizes.size)
     seen = set()
-    for c, sub in _dense_layouts(grouped, bounds, sizes, components, 2):
-        alone = spectral_layout(blocks[c], 2, seed=0)
-        np.testing.assert_array_equal(sub, alone / max(np.abs(alone).max(), 1e-12))
-        seen.add(int(c))
+    for batch, subs in _dense_layouts(grouped, bounds, sizes, components, 2):
+        for c, sub in zip(batch, subs, strict=True):
+            alone = spectral_layout(blocks[c], 2, seed=0)
+            np.testing.assert_array_equal(sub, alone / max(np.abs(alone).max(), 1e-12))
+            seen.add(int(c))
     assert seen == set(range(sizes.size))

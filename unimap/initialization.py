@@ -296,8 +296,9 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1, user_api="blas"):
-            for c, sub in _dense_layouts(grouped, bounds, sizes, dense, n_components):
-                layout[order[bounds[c]:bounds[c + 1]]] = sub
+            for batch, subs in _dense_layouts(grouped, bounds, sizes, dense, n_components):
+                rows = (bounds[batch][:, None] + np.arange(subs.shape[1])).ravel()
+                layout[order[rows]] = subs.reshape(-1, n_components)
 
     def lay_out(task) -> None:  # writes only its component's rows
         c, component_seed = task
@@ -316,15 +317,15 @@ _DENSE_BATCH_BYTES = 32 << 20
 
 
 def _dense_layouts(grouped, bounds, sizes, components, n_components):
-    """``(component, layout)`` for components of at most ``_DENSE_EIGH_MAX`` points, as
-    :func:`spectral_layout` computes them one by one (then scaled to max|coord| = 1), but
-    with one batched ``eigh`` per size. A component that comes out non-finite is left out
-    (it keeps its random layout, as before).
+    """``(batch, layouts)`` for components of at most ``_DENSE_EIGH_MAX`` points: ``batch``
+    an array of m components of one size s, ``layouts`` (m, s, n_components) float32, as
+    :func:`spectral_layout` computes them one by one, then scaled to max|coord| = 1. A
+    component that comes out non-finite is left out (it keeps its random layout, as before).
 
     Bitwise the same as the one-by-one path: the normalised adjacency is computed on the
     whole grouped graph, whose entries are those of each block (a row's degree and an
-    entry's scaling involve that row and column only), and a batched eigh runs LAPACK on
-    each matrix as a single call does.
+    entry's scaling involve that row and column only); a batched eigh runs LAPACK on each
+    matrix as a single call does; the rest is elementwise or per matrix.
     """
     k = n_components + 1
     degrees = np.asarray(grouped.sum(axis=1)).ravel()
@@ -335,27 +336,30 @@ def _dense_layouts(grouped, bounds, sizes, components, n_components):
         per_batch = max(1, _DENSE_BATCH_BYTES // (8 * int(size) ** 2))
         for start in range(0, same.size, per_batch):
             batch = same[start:start + per_batch]
-            stack = _blocks(adjacency, bounds[batch], int(size))
             try:
-                evals, evecs = np.linalg.eigh(stack)
-            except np.linalg.LinAlgError:  # one failed matrix: fall back to one at a time
-                for c in batch:
-                    lo, hi = bounds[c], bounds[c + 1]
-                    sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, 0,
-                                          limit_blas=False)
-                    if sub is not None:
-                        yield c, sub / max(np.abs(sub).max(), 1e-12)
+                evals, evecs = np.linalg.eigh(_blocks(adjacency, bounds[batch], int(size)))
+            except np.linalg.LinAlgError:  # a matrix failed: one at a time, as before
+                yield from _one_by_one(grouped, bounds, batch, n_components)
                 continue
             order = np.argsort(evals, axis=1)[:, ::-1][:, 1:k]
             vectors = np.take_along_axis(evecs, order[:, None, :], axis=2)
-            for c, layout in zip(batch, vectors, strict=True):
-                if not np.isfinite(layout).all():
-                    continue
-                pivot = np.argmax(np.abs(layout), axis=0)
-                signs = np.sign(layout[pivot, np.arange(n_components)])
-                signs[signs == 0] = 1.0
-                sub = (layout * signs).astype(np.float32)
-                yield c, sub / max(np.abs(sub).max(), 1e-12)
+            finite = np.isfinite(vectors).all(axis=(1, 2))
+            batch, vectors = batch[finite], vectors[finite]
+            # each vector's sign: that of its largest |coordinate| (the first such)
+            pivot = np.argmax(np.abs(vectors), axis=1)[:, None, :]
+            signs = np.sign(np.take_along_axis(vectors, pivot, axis=1))
+            signs[signs == 0] = 1.0
+            subs = (vectors * signs).astype(np.float32)
+            peak = np.abs(subs).max(axis=(1, 2))
+            yield batch, subs / np.maximum(peak, np.float32(1e-12))[:, None, None]
+
+
+def _one_by_one(grouped, bounds, batch, n_components):
+    for c in batch:
+        lo, hi = bounds[c], bounds[c + 1]
+        sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, 0, limit_blas=False)
+        if sub is not None:
+            yield np.array([c]), (sub / max(np.abs(sub).max(), 1e-12))[None]
 
 
 def _blocks(adjacency: sp.csr_matrix, starts: np.ndarray, size: int) -> np.ndarray:
