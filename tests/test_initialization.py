@@ -137,7 +137,7 @@ def test_spectral_init_many_components_are_placed_apart():
 
 def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
     # The per-component sums behind the meta layout: bitwise those of one sparse product,
-    # computed a block of columns at a time, so that the traced peak stays far below the
+    # computed a block of rows at a time, so that the traced peak stays far below the
     # float64 copy of the data that one product made (6 GB for MNIST upsampled to 1M rows).
     import tracemalloc
 
@@ -151,7 +151,7 @@ def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
     labels = rng.integers(0, n_comp, n)
     indicator = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_comp, n))
     expected = np.asarray(indicator @ X, dtype=np.float64)
-    monkeypatch.setattr(initialization, "_CENTROID_BLOCK_BYTES", 8 * n * 16)  # 16 columns
+    monkeypatch.setattr(initialization, "_CENTROID_BLOCK_BYTES", 8 * d * 1600)  # 1,600 rows
     tracemalloc.start()
     try:
         sums = initialization._component_sums(labels, n_comp, X)

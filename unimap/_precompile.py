@@ -14,10 +14,11 @@ compiled and cached with the exact types the estimators pass. It runs
   whose cache numba keeps in the user's cache folder instead.
 
 Covered: the 2-D fits of UMAP, TSNE (FFT, Barnes-Hut, exact), GDR (both modes), each with
-exact and HNSW neighbours, spectral and PCA initialization, ``transform`` of each, and the
-quality metrics; where the gpu extra and a GPU are present, also the CUDA kernels of the
-``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes) into numba-cuda's cache. Other
-cases (``n_components=3``, other metrics) compile on first use.
+exact and HNSW neighbours, spectral and PCA initialization (also of a disconnected graph),
+``transform`` of each, and the quality metrics; where the gpu extra and a GPU are present,
+also the CUDA kernels of the ``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes)
+into numba-cuda's cache. Other cases (``n_components=3``, other metrics) compile on first
+use.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         metrics.knn_accuracy(Y, labels, n_neighbors=10)
         metrics.knn_recall(X, Y, n_neighbors=10)
 
+    def disconnected(est):
+        def run(X, _labels):  # 8 groups far apart: the meta layout of many components
+            est.fit(X + 1000.0 * (np.arange(X.shape[0]) % 8)[:, None].astype(np.float32))
+        return run
+
     # device="cpu": where the gpu extra and a GPU are present, "auto" would send the fits to
     # the GPU and leave the CPU kernels uncompiled; the GPU's get their own tasks below.
     common = {"random_state": 0, "max_memory": None, "device": "cpu"}
@@ -73,6 +79,7 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR", fit_transform(GDR(n_epochs=20, **common))),
         ("GDR, hnsw", fit_transform(GDR(n_epochs=20, knn_method="hnsw", **common))),
         ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
+        ("GDR, components", disconnected(GDR(n_epochs=20, **common))),
         ("metrics", quality),
         ("thread affinity", _thread_affinity),
     ] + _gpu_tasks(fit_transform)

@@ -238,25 +238,28 @@ def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
     return meta / np.linalg.norm(meta, axis=1, keepdims=True)
 
 
-# Bytes of the float64 copy of data columns that _component_sums converts at a time.
+# Bytes of the float64 copy of data rows that _component_sums converts at a time.
 _CENTROID_BLOCK_BYTES = 64 << 20
 
 
 def _component_sums(labels: np.ndarray, n_comp: int, data: np.ndarray) -> np.ndarray:
     """Per-component sums of the rows of ``data``, float64, shape (n_comp, n_features).
 
-    One sparse product per block of columns: the float64 indicator matrix times float32 data
-    made scipy convert the whole of ``data`` to float64 (MNIST upsampled to 1M rows: a 6 GB
-    copy, above the fit's memory estimate). Each column's sum runs over the same points in
-    the same order as in one product, so the result is bitwise the same.
+    Blocks of rows are converted to float64 (no float64 copy of the whole data: MNIST
+    upsampled to 1M rows would need 6 GB) and added to their components' sums in row order
+    (:func:`unimap._kernels.components.add_rows_by_label`), so each sum runs over the same
+    points in the same order as the product of a component indicator matrix with ``data``:
+    the result is bitwise that product's.
     """
+    from unimap._kernels.components import add_rows_by_label
+
     n, n_features = data.shape
-    indicator = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_comp, n))
-    width = max(1, _CENTROID_BLOCK_BYTES // (8 * max(n, 1)))
-    sums = np.empty((n_comp, n_features), dtype=np.float64)
-    for start in range(0, n_features, width):
-        block = np.asarray(data[:, start:start + width], dtype=np.float64)
-        sums[:, start:start + width] = indicator @ block
+    labels = np.ascontiguousarray(labels, dtype=np.int32)
+    sums = np.zeros((n_comp, n_features), dtype=np.float64)
+    height = max(1, _CENTROID_BLOCK_BYTES // (8 * max(n_features, 1)))
+    for start in range(0, n, height):
+        block = np.ascontiguousarray(data[start:start + height], dtype=np.float64)
+        add_rows_by_label(labels[start:start + height], block, sums)
     return sums
 
 
