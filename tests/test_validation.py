@@ -89,6 +89,15 @@ def test_seeds_and_threads():
         resolve_n_jobs(0)
 
 
+def test_spawned_seeds_at_are_the_spawned_children():
+    from unimap._random import spawn_seeds, spawned_seeds_at
+
+    every = spawn_seeds(12345, 50)
+    picked = [0, 7, 49, 3]
+    assert spawned_seeds_at(12345, np.array(picked)) == [every[i] for i in picked]
+    assert len(set(every)) == 50
+
+
 def test_phase_timer_records_phases_total_and_log_lines():
     from unimap.methods._base import PhaseTimer
 

@@ -55,6 +55,13 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
     return [int(c.generate_state(1, dtype=np.uint64)[0] >> 1) for c in children]
 
 
+def spawned_seeds_at(seed: int, indices) -> list[int]:
+    """``[spawn_seeds(seed, n)[i] for i in indices]`` for any ``n`` above them, without
+    making the other children (70k components of a 1M-point graph: 1.4 s for all of them)."""
+    return [int(np.random.SeedSequence(int(seed), spawn_key=(int(i),))
+                .generate_state(1, dtype=np.uint64)[0] >> 1) for i in indices]
+
+
 @dataclass(frozen=True)
 class FitStreams:
     """The independent seeds of one fit's phases, children 0..3 of the fit's seed."""

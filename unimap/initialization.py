@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from unimap._random import spawn_seeds
+from unimap._random import spawn_seeds, spawned_seeds_at
 from unimap._validation import check_array
 
 __all__ = [
@@ -288,8 +288,10 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     laid_out = sizes > n_components + 1
     dense = np.flatnonzero(laid_out & (sizes <= _DENSE_EIGH_MAX))
     large = np.flatnonzero(laid_out & (sizes > _DENSE_EIGH_MAX))
-    seeds = dict(zip(np.flatnonzero(laid_out), spawn_seeds(solver_seed, int(laid_out.sum())),
-                     strict=True))
+    # A large component's seed: child (its rank among the laid-out components) of the
+    # solver's seed, as when every laid-out component drew one (the small ones need none).
+    ranks = np.cumsum(laid_out) - 1
+    seeds = dict(zip(large, spawned_seeds_at(solver_seed, ranks[large]), strict=True))
     if dense.size:
         # Thousands of small components (69,717 in MNIST upsampled to 1M): one batched eigh
         # per component size instead of a Python round per component (~1 ms each). One BLAS
