@@ -103,10 +103,7 @@ def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
     k = n_components + 1
     if n <= k:
         return None
-    degrees = np.asarray(graph.sum(axis=1)).ravel()
-    inv_sqrt = 1.0 / np.sqrt(np.maximum(degrees, 1e-300))
-    D = sp.diags(inv_sqrt)
-    adjacency = (D @ graph @ D).astype(np.float64)
+    adjacency, degrees = _normalized_adjacency(graph)
     try:
         if n <= _DENSE_EIGH_MAX:
             evals, evecs = np.linalg.eigh(adjacency.toarray())
@@ -115,14 +112,38 @@ def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
     except Exception as exc:  # ARPACK non-convergence or LAPACK failure
         warnings.warn(f"spectral initialization failed ({exc})", stacklevel=3)
         return None
-    order = np.argsort(evals)[::-1]
-    layout = evecs[:, order[1:k]]
-    if not np.isfinite(layout).all():
-        return None
-    # Fix the sign of each eigenvector so the result does not depend on the solver.
-    signs = np.sign(layout[np.argmax(np.abs(layout), axis=0), np.arange(n_components)])
+    layouts, finite = _oriented_layouts(evals[None], evecs[None], n_components)
+    return layouts[0] if finite[0] else None
+
+
+def _normalized_adjacency(graph: sp.spmatrix) -> tuple[sp.spmatrix, np.ndarray]:
+    """The normalised adjacency ``D^{-1/2} W D^{-1/2}`` (float64) and the degrees of ``W``.
+
+    Each entry involves its own row's and column's degrees only, so a component's block of
+    it is what the component's graph alone gives (what ``_dense_layouts`` relies on)."""
+    degrees = np.asarray(graph.sum(axis=1)).ravel()
+    D = sp.diags(1.0 / np.sqrt(np.maximum(degrees, 1e-300)))
+    return (D @ graph @ D).astype(np.float64), degrees
+
+
+def _oriented_layouts(evals: np.ndarray, evecs: np.ndarray,
+                      n_components: int) -> tuple[np.ndarray, np.ndarray]:
+    """For a stack of eigendecompositions (evals (m, r), evecs (m, n, r)): the eigenvectors
+    of the 2nd to (d+1)th largest eigenvalues, each with the sign of its largest |coordinate|
+    (the first such) made positive, so that the result does not depend on the solver;
+    float32 (m, n, d), and whether each is finite."""
+    order = np.argsort(evals, axis=1)[:, ::-1][:, 1:n_components + 1]
+    vectors = np.take_along_axis(evecs, order[:, None, :], axis=2)
+    pivot = np.argmax(np.abs(vectors), axis=1)[:, None, :]
+    signs = np.sign(np.take_along_axis(vectors, pivot, axis=1))
     signs[signs == 0] = 1.0
-    return (layout * signs).astype(np.float32)
+    return (vectors * signs).astype(np.float32), np.isfinite(vectors).all(axis=(1, 2))
+
+
+def _unit_box(layouts: np.ndarray) -> np.ndarray:
+    """Each (n, d) layout of a stack (m, n, d) scaled to max|coordinate| = 1."""
+    peak = np.abs(layouts).max(axis=(1, 2))
+    return layouts / np.maximum(peak, np.float32(1e-12))[:, None, None]
 
 
 def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
@@ -288,10 +309,6 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     laid_out = sizes > n_components + 1
     dense = np.flatnonzero(laid_out & (sizes <= _DENSE_EIGH_MAX))
     large = np.flatnonzero(laid_out & (sizes > _DENSE_EIGH_MAX))
-    # A large component's seed: child (its rank among the laid-out components) of the
-    # solver's seed, as when every laid-out component drew one (the small ones need none).
-    ranks = np.cumsum(laid_out) - 1
-    seeds = dict(zip(large, spawned_seeds_at(solver_seed, ranks[large]), strict=True))
     if dense.size:
         # Thousands of small components (69,717 in MNIST upsampled to 1M): one batched eigh
         # per component size instead of a Python round per component (~1 ms each). One BLAS
@@ -307,13 +324,15 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
 
     def lay_out(task) -> None:  # writes only its component's rows
         c, component_seed = task
-        lo, hi = bounds[c], bounds[c + 1]
-        sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, component_seed,
-                              limit_blas=False)  # _run_largest_first limits it
+        sub = _component_layout(grouped, bounds, c, n_components, component_seed)
         if sub is not None:
-            layout[order[lo:hi]] = sub / max(np.abs(sub).max(), 1e-12)
+            layout[order[bounds[c]:bounds[c + 1]]] = sub
 
-    _run_largest_first(lay_out, [(c, seeds[c]) for c in large], sizes)
+    # A large component's seed: child (its rank among the laid-out components) of the
+    # solver's seed, as when every laid-out component drew one (the small ones need none).
+    ranks = np.cumsum(laid_out) - 1
+    seeds = spawned_seeds_at(solver_seed, ranks[large])
+    _run_largest_first(lay_out, list(zip(large, seeds, strict=True)), sizes)
     return meta[labels] + radius[labels, None] * layout
 
 
@@ -332,10 +351,7 @@ def _dense_layouts(grouped, bounds, sizes, components, n_components):
     entry's scaling involve that row and column only); a batched eigh runs LAPACK on each
     matrix as a single call does; the rest is elementwise or per matrix.
     """
-    k = n_components + 1
-    degrees = np.asarray(grouped.sum(axis=1)).ravel()
-    D = sp.diags(1.0 / np.sqrt(np.maximum(degrees, 1e-300)))
-    adjacency = sp.csr_matrix((D @ grouped @ D).astype(np.float64))
+    adjacency = sp.csr_matrix(_normalized_adjacency(grouped)[0])
     for size in np.unique(sizes[components]):
         same = components[sizes[components] == size]
         per_batch = max(1, _DENSE_BATCH_BYTES // (8 * int(size) ** 2))
@@ -346,25 +362,23 @@ def _dense_layouts(grouped, bounds, sizes, components, n_components):
             except np.linalg.LinAlgError:  # a matrix failed: one at a time, as before
                 yield from _one_by_one(grouped, bounds, batch, n_components)
                 continue
-            order = np.argsort(evals, axis=1)[:, ::-1][:, 1:k]
-            vectors = np.take_along_axis(evecs, order[:, None, :], axis=2)
-            finite = np.isfinite(vectors).all(axis=(1, 2))
-            batch, vectors = batch[finite], vectors[finite]
-            # each vector's sign: that of its largest |coordinate| (the first such)
-            pivot = np.argmax(np.abs(vectors), axis=1)[:, None, :]
-            signs = np.sign(np.take_along_axis(vectors, pivot, axis=1))
-            signs[signs == 0] = 1.0
-            subs = (vectors * signs).astype(np.float32)
-            peak = np.abs(subs).max(axis=(1, 2))
-            yield batch, subs / np.maximum(peak, np.float32(1e-12))[:, None, None]
+            layouts, finite = _oriented_layouts(evals, evecs, n_components)
+            yield batch[finite], _unit_box(layouts[finite])
 
 
 def _one_by_one(grouped, bounds, batch, n_components):
     for c in batch:
-        lo, hi = bounds[c], bounds[c + 1]
-        sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, 0, limit_blas=False)
+        sub = _component_layout(grouped, bounds, c, n_components, 0)
         if sub is not None:
-            yield np.array([c]), (sub / max(np.abs(sub).max(), 1e-12))[None]
+            yield np.array([c]), sub[None]
+
+
+def _component_layout(grouped, bounds, c, n_components, seed) -> np.ndarray | None:
+    """Component ``c``'s spectral layout (its block of ``grouped``) scaled to max|coord| = 1,
+    or None; BLAS is limited to one thread by the caller."""
+    lo, hi = bounds[c], bounds[c + 1]
+    sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, seed, limit_blas=False)
+    return None if sub is None else _unit_box(sub[None])[0]
 
 
 def _blocks(adjacency: sp.csr_matrix, starts: np.ndarray, size: int) -> np.ndarray:
