@@ -39,8 +39,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Moments", "SamplePlacement", "fit_sample_transform", "is_dask_collection",
-           "sample_rows", "scatter_moments"]
+from unimap._dask_knn import DaskKNNGraph, knn_graph
+
+__all__ = ["DaskKNNGraph", "Moments", "SamplePlacement", "fit_sample_transform",
+           "is_dask_collection", "knn_graph", "sample_rows", "scatter_moments"]
 
 _NOT_SHIPPED = ("graph_", "knn_indices_", "knn_dists_")  # fitted, but transform never reads them
 
