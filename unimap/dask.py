@@ -22,11 +22,10 @@ its type).
   for one machine is reduced on the cluster, and its principal components (n × 50) fitted in
   memory with their own kNN graph.
 
-The kNN graph of the full data is not built on Dask: placing new points only needs each
-point's neighbours among the fitted sample, which every block finds against the shipped index;
-the full data's own graph needs every block against every other block (an exact search moves
-O(n² / block) rows between workers) or a distributed approximate index, and a fit on that
-graph would need the optimizer itself distributed (see ``docs/dask.md``).
+- :func:`knn_graph` builds the kNN graph of every row on the cluster (k-means shards, one
+  HNSW index each, other shards searched only where they can hold a neighbour;
+  :mod:`unimap._dask_knn`), for a fit of every row in memory on it
+  (``GDR(precomputed_knn=graph.compute())``). The optimizer itself stays on one machine.
 """
 
 from __future__ import annotations
