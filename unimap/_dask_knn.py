@@ -1,4 +1,5 @@
-"""The kNN graph of a dask array's rows, built on the cluster (``unimap.dask.knn_graph``).
+"""The kNN graph of a dask array's rows, built on the cluster (``unimap.dask.knn_graph``
+validates, draws the k-means sample and calls :func:`graph_arrays`).
 
 The rows are split into ``n_shards`` shards by k-means (Lloyd's iterations on a uniform sample,
 in the client): each row's home shard is its nearest centroid. Every shard is what the
@@ -28,11 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap._random import seed_from_random_state
-from unimap._validation import check_choice, check_int
 from unimap.neighbors import _finish_distances, _prepare
 
-__all__ = ["DaskKNNGraph", "knn_graph", "kmeans"]
+__all__ = ["DaskKNNGraph", "graph_arrays", "kmeans"]
 
 METRICS = ("euclidean", "cosine", "correlation")
 SHARD_ROWS = 250_000  # default rows per shard: n_shards = ceil(n / SHARD_ROWS)
@@ -62,70 +61,7 @@ class DaskKNNGraph(NamedTuple):
         return dask.compute(self.indices, self.distances, **kwargs)
 
 
-def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
-              n_shards: int | None = None, n_probe: int | None = None,
-              random_state: Any = None) -> DaskKNNGraph:
-    """The approximate kNN graph of every row of a dask array, built on the cluster.
-
-    k-means shards searched by HNSW (module docstring). The result is lazy; compute it once
-    with :meth:`DaskKNNGraph.compute`, then fit in memory on it, e.g.
-    ``GDR(precomputed_knn=graph.compute()).fit(X.compute())`` (``docs/dask.md``).
-
-    Parameters
-    ----------
-    X : dask.array.Array of shape (n_samples, n_features), numeric, row counts known
-        Reduce wide data first (``unimap.PCA(n_components=50).fit(X).transform(X)``): the
-        HNSW graphs are built and searched in the given space.
-    n_neighbors : int, default=15
-        Neighbours per row, the row itself included (column 0), as in the in-memory graph.
-    metric : {"euclidean", "cosine", "correlation"}, default="euclidean"
-    n_shards : int, optional
-        k-means cells, one HNSW graph each. Default ``ceil(n_samples / 250,000)``. More
-        shards: smaller graphs, more tasks to spread over a cluster.
-    n_probe : int, optional
-        At most this many shards are searched for a row: its home, then the other shards
-        that can hold a row nearer than its k-th candidate from home (the hyperplane halfway
-        between the two centroids is nearer than that), nearest first. Default
-        ``min(2, n_shards)``. On MNIST's 50 principal components in 4 shards, recall@15 is
-        0.884 / 0.976 / 0.993 / 0.997 for 1 / 2 / 3 / 4 (one shard, the in-memory graph:
-        0.996); on the clustered mixture of ``benchmarks/dask_knn.py`` a second probe adds
-        nothing.
-    random_state : int, numpy Generator or None, default=None
-        Seeds the k-means sample and its initial centroids.
-
-    Returns
-    -------
-    DaskKNNGraph
-
-    Raises
-    ------
-    ValueError
-        Bad parameters, unknown row counts, non-finite values (named by row, at compute
-        time), or a row whose probed shards hold fewer than ``n_neighbors`` rows (at compute
-        time; use fewer shards or more probes).
-    """
-    from unimap.dask import checked_rows, sample_rows
-
-    X = checked_rows(X, "knn_graph")
-    n = int(X.shape[0])
-    k = check_int(n_neighbors, "n_neighbors", 2, n)
-    metric = check_choice(metric, "metric", METRICS)
-    n_shards = (-(-n // SHARD_ROWS) if n_shards is None
-                else check_int(n_shards, "n_shards", 1, n))
-    n_probe = (min(2, n_shards) if n_probe is None
-               else check_int(n_probe, "n_probe", 1, n_shards))
-    seed = seed_from_random_state(random_state)
-
-    n_sample = min(n, max(KMEANS_MIN_SAMPLE, KMEANS_SAMPLE_PER_SHARD * n_shards))
-    _, sample = sample_rows(X, n_sample, seed)
-    if sample.dtype.kind == "f" and not np.isfinite(sample).all():
-        raise ValueError("X contains NaN or infinity (found in the k-means sample)")
-    centroids = kmeans(_prepare(sample, metric), n_shards, seed)
-    indices, distances = _graph_arrays(X, centroids, k, n_probe, metric)
-    return DaskKNNGraph(indices, distances, centroids)
-
-
-def _graph_arrays(X: Any, centroids: np.ndarray, k: int, n_probe: int,
+def graph_arrays(X: Any, centroids: np.ndarray, k: int, n_probe: int,
                   metric: str) -> tuple[Any, Any]:
     """The lazy (indices, distances) of every block: one task graph written out, since
     composing ``dask.delayed`` calls re-merges the graphs of their inputs at every step
