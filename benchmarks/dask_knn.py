@@ -38,6 +38,7 @@ from dask_place import (
     D,
     _block,
     _worker_memory,
+    emit,
     machine_state,
     mixture_block,
     mixture_labels,
@@ -194,11 +195,7 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true")
     parser.add_argument("--out", type=Path, help="append the report to this Markdown file")
     args = parser.parse_args()
-    text = report(run(args))
-    print(text)
-    if args.out is not None:
-        with open(args.out, "a") as fh:
-            fh.write(text + "\n")
+    emit(report(run(args)), args.out)
 
 
 if __name__ == "__main__":

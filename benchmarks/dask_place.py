@@ -207,6 +207,14 @@ def report(res: dict) -> str:
     return "\n".join(lines)
 
 
+def emit(text: str, out: Path | None) -> None:
+    """Print a Markdown report, and append it to ``out`` when given (the Dask benchmarks)."""
+    print(text)
+    if out is not None:
+        with open(out, "a") as fh:
+            fh.write(text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000_000)
@@ -218,12 +226,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="append the report to this Markdown file")
     args = parser.parse_args()
     res = run(args.n, args.sample, args.chunk, args.workers, args.threads, args.eval)
-    text = report(res)
-    print(text)
+    emit(report(res), args.out)
     print(res, file=sys.stderr)
-    if args.out is not None:
-        with open(args.out, "a") as fh:
-            fh.write(text + "\n")
 
 
 if __name__ == "__main__":

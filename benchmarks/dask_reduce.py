@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from dask_place import machine_state  # benchmarks/ is the script's directory
+from dask_place import emit, machine_state  # benchmarks/ is the script's directory
 
 CENTRES, SEED, SPREAD = 30, 0, 0.2
 
@@ -178,11 +178,7 @@ def main() -> None:
     parser.add_argument("--eval", type=int, default=20_000)
     parser.add_argument("--out", type=Path, help="append the report to this Markdown file")
     args = parser.parse_args()
-    text = report(run(args))
-    print(text)
-    if args.out is not None:
-        with open(args.out, "a") as fh:
-            fh.write(text + "\n")
+    emit(report(run(args)), args.out)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,13 @@ probes found them.
 from __future__ import annotations
 
 import uuid
+from operator import getitem
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap.neighbors import _finish_distances, _prepare
+from unimap._validation import check_finite_block
+from unimap.neighbors import _finish_distances, _prepare, _with_self_first
 
 __all__ = ["DaskKNNGraph", "graph_arrays", "kmeans"]
 
@@ -42,7 +44,7 @@ _ROWS_PER_STEP = 16_384  # rows per step of the centroid distances (bounds the t
 
 
 class DaskKNNGraph(NamedTuple):
-    """What :func:`knn_graph` returns: lazy arrays, chunked by rows like ``X``."""
+    """What ``unimap.dask.knn_graph`` returns: lazy arrays, chunked by rows like ``X``."""
 
     indices: Any
     """dask.array.Array of shape (n_samples, n_neighbors), int32: column 0 is the row itself."""
@@ -99,8 +101,8 @@ def graph_arrays(X: Any, centroids: np.ndarray, k: int, n_probe: int,
         tasks[(names["merged"], b)] = (_merge, (names["plan"], b),
                                        [(names["found"], b, s) for s in shards], first, k,
                                        n_probe, metric)
-        tasks[(names["indices"], b, 0)] = (_first, (names["merged"], b))
-        tasks[(names["distances"], b, 0)] = (_second, (names["merged"], b))
+        tasks[(names["indices"], b, 0)] = (getitem, (names["merged"], b), 0)
+        tasks[(names["distances"], b, 0)] = (getitem, (names["merged"], b), 1)
     chunks = (X.chunks[0], (k,))
     arrays = []
     for name, dtype in (("indices", np.int32), ("distances", np.float32)):
@@ -116,14 +118,6 @@ def _piece(split: _Split, s: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _planned_queries(plan: tuple, s: int) -> _Queries:
     return plan[1][s]
-
-
-def _first(pair: tuple) -> Any:
-    return pair[0]
-
-
-def _second(pair: tuple) -> Any:
-    return pair[1]
 
 
 def kmeans(points: np.ndarray, n_clusters: int, seed: int,
@@ -216,16 +210,12 @@ class _Queries(NamedTuple):
 def _split_block(block: Any, first_row: int, centroids: np.ndarray, metric: str) -> _Split:
     """A block's rows, prepared and split by home shard (on a worker)."""
     block = np.asarray(block)
-    if block.dtype.kind == "f" and not np.isfinite(block).all():
-        bad = first_row + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-        raise ValueError(f"X contains NaN or infinity (row {bad}, in the block of rows "
-                         f"{first_row}-{first_row + block.shape[0] - 1})")
+    check_finite_block(block, first_row)
     rows = _prepare(block, metric)
     home = nearest_centroids(rows, centroids)
     ids = first_row + np.arange(rows.shape[0], dtype=np.int64)
-    shards = range(centroids.shape[0])
-    return _Split([rows[home == s] for s in shards], [ids[home == s] for s in shards],
-                  rows, home)
+    homes = [home == s for s in range(centroids.shape[0])]
+    return _Split([rows[h] for h in homes], [ids[h] for h in homes], rows, home)
 
 
 def _build_shard(pieces: list[tuple[np.ndarray, np.ndarray]], k: int) -> _Shard:
@@ -340,13 +330,7 @@ def _merge(plan: tuple[_Found, list[_Queries]], found: list[_Found], first_row: 
         row = first_row + int(np.flatnonzero(short)[0])
         raise ValueError(f"row {row} has fewer than n_neighbors={k} candidates in its "
                          f"probed shard(s); use fewer shards or a larger n_probe")
-    self_ids = first_row + np.arange(m, dtype=np.int64)
-    out_i = np.empty((m, k), dtype=np.int32)
-    out_d = np.zeros((m, k), dtype=np.float32)
-    out_i[:, 0] = self_ids
-    # Itself out of the list (a row is in its home shard, found at distance 0); when an
-    # exact duplicate pushed it out, the k - 1 nearest others are kept.
-    others = np.argsort(ids == self_ids[:, None], axis=1, kind="stable")[:, :k - 1]
-    out_i[:, 1:] = np.take_along_axis(ids, others, axis=1)
-    out_d[:, 1:] = _finish_distances(np.take_along_axis(dist, others, axis=1), metric)
-    return out_i, out_d
+    # Itself in column 0 (a row is in its home shard, found at distance 0), as the in-memory
+    # graph puts it
+    return _with_self_first(ids, _finish_distances(dist, metric), k,
+                            first_row + np.arange(m, dtype=np.int64))

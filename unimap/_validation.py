@@ -82,6 +82,16 @@ def check_array(
     return arr
 
 
+def check_finite_block(block: np.ndarray, first_row: int) -> None:
+    """Raise if a block of the rows of ``X`` (its first row is row ``first_row`` of ``X``)
+    holds a NaN or infinity, naming the first such row and the block."""
+    if block.dtype.kind != "f" or _all_finite(block):
+        return
+    bad = first_row + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+    raise ValueError(f"X contains NaN or infinity (row {bad}, in the block of rows "
+                     f"{first_row}-{first_row + block.shape[0] - 1})")
+
+
 def _all_finite(values: np.ndarray) -> bool:
     """Whether every entry is finite. A finite sum proves it without np.isfinite's
     temporary of one bool per entry (MNIST-70k in a fresh process: 0.01 s against 0.13 s,

@@ -255,14 +255,12 @@ def _check_known_rows(X: Any) -> None:
 
 def _block_moments(block: Any, first_row: int) -> Moments:
     from unimap._pca import centred_scatter
+    from unimap._validation import check_finite_block
 
     block = np.asarray(block)
     if block.dtype not in (np.float32, np.float64):
         block = block.astype(np.float32)
-    if not np.isfinite(block).all():
-        bad = first_row + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-        raise ValueError(f"X contains NaN or infinity (row {bad}, in the block of rows "
-                         f"{first_row}-{first_row + block.shape[0] - 1})")
+    check_finite_block(block, first_row)
     d = block.shape[1]
     if block.shape[0] == 0:
         return Moments(0, np.zeros(d), np.zeros((d, d)))

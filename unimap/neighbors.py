@@ -122,13 +122,17 @@ def _exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
     return idx, dist
 
 
-def _with_self_first(idx: np.ndarray, dist: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Put each point itself (distance 0) in column 0, followed by its nearest others."""
+def _with_self_first(idx: np.ndarray, dist: np.ndarray, k: int,
+                     self_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Put each point itself (distance 0) in column 0, followed by its nearest others.
+    ``self_ids``: each row's own index (default: the row number)."""
     n = idx.shape[0]
+    if self_ids is None:
+        self_ids = np.arange(n)
     out_idx = np.empty((n, k), dtype=np.int32)
     out_dist = np.zeros((n, k), dtype=np.float32)
-    out_idx[:, 0] = np.arange(n)
-    others = idx != np.arange(n)[:, None]
+    out_idx[:, 0] = self_ids
+    others = idx != self_ids[:, None]
     # Rows hold k-1 "others" after dropping self; when self was missing (exact duplicates
     # tie at distance 0) the backend's k-1 nearest are kept.
     order = np.argsort(~others, axis=1, kind="stable")[:, : k - 1]
