@@ -17,7 +17,9 @@ generated block by block on the workers, so the N points never sit in the client
    (``unimap.neighbors.nearest_neighbors``, all cores), timed, and its recall on the same rows;
 5. with ``--fit``: ``GDR(precomputed_knn=graph)`` fitted on all N rows in this process, and
    ``GDR()``'s own fit (its own kNN), with the 10-NN accuracy of ``--eval`` embedded points on
-   the mixture labels.
+   the mixture labels;
+6. with ``--probes 1,2,4`` (and ``--shards``): the graph again for each further ``n_probe``
+   over the same shards, and its recall on the same rows (``knn_graph``'s sharding loss).
 
 Reported: times, each worker's peak resident memory (``VmHWM``), the client's peak, recall,
 and the machine's state (``top``'s steal ``st``, the load average) before and after.
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> dict:
 
     n, chunk = args.n, args.chunk
     res: dict = {"n": n, "chunk": chunk, "workers": args.workers, "threads": args.threads,
-                 "queries": min(args.queries, n),
+                 "queries": min(args.queries, n), "probes": args.probes,
                  "state_before": machine_state()}
     chunks = (chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ())
     rng = np.random.default_rng(3)
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> dict:
         X = da.map_blocks(_block, chunks=(chunks, (D,)), dtype=np.float32,
                           meta=np.empty((0, D), np.float32))
         tic = time.perf_counter()
-        graph = knn_graph(X, K, random_state=0)
+        graph = knn_graph(X, K, n_shards=args.shards, n_probe=args.probes[0], random_state=0)
         res["plan_s"] = time.perf_counter() - tic  # the k-means sample and centroids
         res["shards"] = graph.centroids.shape[0]
         tic = time.perf_counter()
@@ -108,8 +110,17 @@ def run(args: argparse.Namespace) -> dict:
         tic = time.perf_counter()
         exact = exact_neighbors(X, rows)
         res["exact_s"] = time.perf_counter() - tic
+        res["recall"] = recall(indices[rows], exact)
+        # more probes over the same shards (same seed, same centroids): recall against n_probe
+        res["probe_sweep"] = []
+        for probes in args.probes[1:]:
+            tic = time.perf_counter()
+            swept = knn_graph(X, K, n_shards=args.shards, n_probe=probes, random_state=0)
+            swept_indices = swept.compute()[0]
+            res["probe_sweep"].append((probes, time.perf_counter() - tic,
+                                       recall(swept_indices[rows], exact)))
+            del swept_indices
     res["state_after"] = machine_state()
-    res["recall"] = recall(indices[rows], exact)
     assert indices.shape == (n, K) and np.isfinite(distances).all()
     if args.in_memory or args.fit:
         data = np.concatenate([mixture_block((b,), c) for b, c in enumerate(chunks)])
@@ -176,11 +187,21 @@ def report(res: dict) -> str:
               f"{res['recall']:.4f}"
               + (f", in-memory graph {res['memory_recall']:.4f}" if "memory_recall" in res
                  else "") + "."]
+    if res["probe_sweep"]:
+        first = _probe_label(res)
+        lines += ["", f"Recall@15 against the shards searched per row (same {res['shards']} "
+                  "shards, same rows):", "", "| n_probe | graph s | recall@15 |",
+                  "|---:|---:|---:|", f"| {first} | {res['knn_s']:.1f} | {res['recall']:.4f} |"]
+        lines += [f"| {p} | {s:.1f} | {r:.4f} |" for p, s, r in res["probe_sweep"]]
     for name in ("dask graph", "own kNN"):
         if f"fit {name} acc" in res:
             lines.append(f"GDR on the {name}: 10-NN accuracy {res[f'fit {name} acc']:.4f}, "
                          f"phases {res[f'fit {name} timings']}.")
     return "\n".join(lines) + "\n"
+
+
+def _probe_label(res: dict) -> str:
+    return "default" if res["probes"][0] is None else str(res["probes"][0])
 
 
 def main() -> None:
@@ -193,6 +214,10 @@ def main() -> None:
     parser.add_argument("--eval", type=int, default=20_000)
     parser.add_argument("--in-memory", action="store_true")
     parser.add_argument("--fit", action="store_true")
+    parser.add_argument("--shards", type=int, help="n_shards (default: knn_graph's)")
+    parser.add_argument("--probes", type=lambda s: [int(p) for p in s.split(",")],
+                        default=[None], help="n_probe, or a comma-separated sweep (1,2,4): "
+                        "the first is timed with memory, the others add recall rows")
     parser.add_argument("--out", type=Path, help="append the report to this Markdown file")
     args = parser.parse_args()
     emit(report(run(args)), args.out)
