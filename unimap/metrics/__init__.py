@@ -5,6 +5,8 @@ Local structure
     :func:`trustworthiness` and :func:`continuity` (exact, identical to scikit-learn's
     ``trustworthiness``), :func:`trustworthiness_sampled` (unbiased estimate with a standard
     error, linear in the number of points) and :func:`knn_recall`.
+The kNN graph itself
+    :func:`knn_graph_recall`: how many true neighbours an approximate graph holds (sampled).
 Class structure
     :func:`knn_accuracy` (k-fold) and :func:`knn_accuracy_loo` (leave-one-out).
 Global structure
@@ -18,11 +20,13 @@ except the exact trustworthiness on data small enough to hold one block of rows.
 
 The code lives in private modules: ``_trustworthiness`` (trustworthiness, continuity, the
 sampled estimate), ``_neighborhood`` (kNN recall and accuracy), ``_global`` (triplets,
-distance correlation), ``_objectives`` (KL divergence, cross-entropy), ``_checks`` (shared
-input checks) and ``_common`` (the block size of all blocked computations, seeding).
+distance correlation), ``_graph`` (the kNN graph's recall), ``_objectives`` (KL
+divergence, cross-entropy), ``_checks`` (shared input checks) and ``_common`` (the block size
+of all blocked computations, seeding).
 """
 
 from unimap.metrics._global import distance_correlation, triplet_accuracy
+from unimap.metrics._graph import knn_graph_recall
 from unimap.metrics._neighborhood import knn_accuracy, knn_accuracy_loo, knn_recall
 from unimap.metrics._objectives import tsne_kl_divergence, umap_cross_entropy
 from unimap.metrics._trustworthiness import (
@@ -38,6 +42,7 @@ __all__ = [
     "continuity",
     "trustworthiness_sampled",
     "knn_recall",
+    "knn_graph_recall",
     "knn_accuracy",
     "knn_accuracy_loo",
     "triplet_accuracy",
