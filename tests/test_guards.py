@@ -66,6 +66,25 @@ def test_gdr_full_batch_fault_is_caught_at_its_epoch(small, monkeypatch):
     _inject_nan(monkeypatch, gdr, "umap_epoch", 4, 1)  # Y_out is the second argument
     with pytest.raises(NonFiniteError, match=r"GDR: the embedding became NaN or infinite at "
                                              r"epoch 5 \(first in row 3"):
+        GDR(n_components=3, n_epochs=30, random_state=0).fit(small)  # one epoch per call
+
+
+def test_gdr_2d_fault_is_caught_in_its_chunk(small, monkeypatch):
+    """The 2-D epochs run EPOCH_CHUNK (10) per call: a NaN that appears in the second call
+    is named with that call's epochs."""
+    from unimap._kernels import gdr_epochs
+
+    real, calls = gdr_epochs.umap_epochs_2d, {"n": 0}
+
+    def faulty(Y, *args):
+        real(Y, *args)
+        calls["n"] += 1
+        if calls["n"] == 2:  # after epochs 11-20 the positions are in Y[20 % 3]
+            Y[20 % 3][3, 0] = np.nan
+
+    monkeypatch.setattr(gdr_epochs, "umap_epochs_2d", faulty)
+    with pytest.raises(NonFiniteError, match=r"GDR: the embedding became NaN or infinite "
+                                             r"between epochs 11 and 20 \(first in row 3"):
         GDR(n_epochs=30, random_state=0).fit(small)
 
 

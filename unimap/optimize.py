@@ -13,6 +13,7 @@ from unimap._threads import (
     AdaptiveThreads,
     adaptive_threads,
     numba_threads,
+    spread_threads,
 )
 from unimap.ordering import in_input_order, locality_order
 
@@ -250,9 +251,12 @@ def full_batch_umap(
                                     seed, rates, momentum, n_negatives, repulsion_weight,
                                     FULL_BATCH_CLIP, guard, row_ids)
     Y = np.array(init, dtype=np.float32, order="C")
-    Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     weight, scale = f32(repulsion_weight), f32(attraction_scale)
     a, b = f32(a), f32(b)
+    if Y.shape[1] == 2:
+        return _epochs_2d(Y, edges, transposed, scale, n_negatives, weight, a, b, rates,
+                          f32(momentum), seed, guard, row_ids, negative_pool)
+    Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     threads = adaptive_threads(Y.shape[0])
     with threads.spread():
         for epoch in range(n_epochs):
@@ -265,3 +269,40 @@ def full_batch_umap(
             if guard is not None:
                 guard.check(epoch, Y, row_ids, **{"the forces": F})
     return Y
+
+
+# Epochs per call of the 2-D kernel: its threads wait for each other once per call (not once
+# per epoch), and the guard checks the embedding after each call.
+EPOCH_CHUNK = 10
+
+
+def _epochs_2d(Y: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
+               n_negatives: float, weight: np.float32, a: np.float32, b: np.float32,
+               rates: list, momentum: np.float32, seed: int, guard: Any,
+               row_ids: np.ndarray | None, negative_pool: int) -> np.ndarray:
+    """:func:`full_batch_umap`'s 2-D epochs, ``EPOCH_CHUNK`` at a time in one parallel region
+    (:mod:`unimap._kernels.gdr_epochs`: an epoch does not wait for a descheduled thread).
+    Bitwise the epochs of :func:`unimap._kernels.gdr.umap_epoch`."""
+    import numba
+
+    from unimap._kernels.gdr_epochs import epoch_buffers, umap_epochs_2d
+    from unimap._kernels.lowdim import UMAP_EPS
+
+    f32 = np.float32
+    n, n_epochs = Y.shape[0], len(rates)
+    n_threads = numba.get_num_threads() if n >= PARALLEL_MIN_ROWS else 1
+    if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
+        weight = f32(weight * f32(n / (n - 1)))
+    positions, velocities, forces = epoch_buffers(Y)
+    step_sizes = np.asarray(rates, dtype=f32)
+    with numba_threads(n_threads), spread_threads(n_threads > 1):
+        for start in range(0, n_epochs, EPOCH_CHUNK):
+            stop = min(n_epochs, start + EPOCH_CHUNK)
+            umap_epochs_2d(positions, forces, velocities, *edges, *transposed, scale,
+                           n_negatives, weight, a, b, f32(UMAP_EPS), f32(FULL_BATCH_CLIP),
+                           step_sizes[start:stop], momentum, np.uint64(seed), np.int64(start),
+                           np.int64(n_threads), np.int64(negative_pool))
+            if guard is not None:
+                guard.check(stop - 1, positions[stop % 3], row_ids, since=start,
+                            **{"the forces": forces[(stop - 1) % 3]})
+    return positions[n_epochs % 3].copy()

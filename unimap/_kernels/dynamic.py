@@ -30,7 +30,8 @@ import numba
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["claim", "workers", "ROW_BLOCK"]
+__all__ = ["claim", "workers", "ROW_BLOCK", "atomic_load", "atomic_store", "atomic_add",
+           "atomic_cas"]
 
 # Rows per claimed block: large enough that one atomic per block costs nothing (MNIST-70k:
 # 274 claims per epoch), small enough to balance (8 blocks per thread from ~4k rows on).
@@ -56,5 +57,78 @@ def claim(typingctx, counter):
         pointer = cgutils.get_item_pointer(context, builder, array_type, array, [zero])
         one = context.get_constant(numba.types.int64, 1)
         return builder.atomic_rmw("add", pointer, one, "monotonic")
+
+    return sig, codegen
+
+
+def _int64_cell(context, builder, array_type, array, index):
+    """Pointer to ``array[index]`` of an int64 array (codegen helper of the atomics below)."""
+    arr = context.make_array(array_type)(context, builder, array)
+    return cgutils.get_item_pointer(context, builder, array_type, arr, [index])
+
+
+def _is_int64_array(array) -> bool:
+    return isinstance(array, numba.types.Array) and array.dtype == numba.types.int64
+
+
+@intrinsic
+def atomic_load(typingctx, array, index):
+    """``array[index]`` read atomically (sequentially consistent), an int64 array."""
+    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)):
+        return None
+    sig = numba.types.int64(array, numba.types.intp)
+
+    def codegen(context, builder, signature, args):
+        pointer = _int64_cell(context, builder, signature.args[0], args[0], args[1])
+        return builder.load_atomic(pointer, "seq_cst", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_store(typingctx, array, index, value):
+    """``array[index] = value`` atomically (sequentially consistent), an int64 array."""
+    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
+            and isinstance(value, numba.types.Integer)):
+        return None
+    sig = numba.types.void(array, numba.types.intp, numba.types.int64)
+
+    def codegen(context, builder, signature, args):
+        pointer = _int64_cell(context, builder, signature.args[0], args[0], args[1])
+        builder.store_atomic(args[2], pointer, "seq_cst", 8)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_add(typingctx, array, index, value):
+    """``array[index] += value`` atomically (sequentially consistent); returns the value
+    before."""
+    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
+            and isinstance(value, numba.types.Integer)):
+        return None
+    sig = numba.types.int64(array, numba.types.intp, numba.types.int64)
+
+    def codegen(context, builder, signature, args):
+        pointer = _int64_cell(context, builder, signature.args[0], args[0], args[1])
+        return builder.atomic_rmw("add", pointer, args[2], "seq_cst")
+
+    return sig, codegen
+
+
+@intrinsic
+def atomic_cas(typingctx, array, index, expected, value):
+    """Atomically: if ``array[index] == expected``, set it to ``value``; True if it did."""
+    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
+            and isinstance(expected, numba.types.Integer)
+            and isinstance(value, numba.types.Integer)):
+        return None
+    sig = numba.types.boolean(array, numba.types.intp, numba.types.int64, numba.types.int64)
+
+    def codegen(context, builder, signature, args):
+        pointer = _int64_cell(context, builder, signature.args[0], args[0], args[1])
+        pair = builder.cmpxchg(pointer, args[2], args[3], "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
 
     return sig, codegen

@@ -152,6 +152,10 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     μ, ``V ← μ·V + lr·clip(F)`` and ``Y_out ← Y + V`` (row by row, so ``Y_out`` must not be
     ``Y``).
 
+    The optimizer runs this kernel for embeddings of other than 2 dimensions; its 2-D epochs
+    run in chunks without a barrier per epoch (:mod:`unimap._kernels.gdr_epochs`), which
+    tests and ``benchmarks/busy_epochs.py`` hold bitwise to this kernel's 2-D epochs.
+
     Parameters
     ----------
     Y, Y_out, F, V : float32 arrays of shape (n, dim); ``Y`` is only read.
