@@ -110,8 +110,10 @@ def _run(args: argparse.Namespace, X: np.ndarray, tmp: Path) -> list[dict]:
             competitor.start()
             time.sleep(1.0)
         try:
-            for library in args.libraries:
-                for attempt in range(args.repeats + (state == "quiet")):  # one warm-up
+            # rounds outside, libraries inside: a drift of the host's speed (25% within
+            # minutes on this shared machine) then hits both sides of a ratio alike
+            for attempt in range(args.repeats + (state == "quiet")):  # one warm-up
+                for library in args.libraries:
                     run_id += 1
                     spec = {"data": str(tmp / "X.npy"),
                             "embedding": str(tmp / f"embedding_{run_id:03d}.npy")}
@@ -160,7 +162,8 @@ def render(rows: list[dict], args: argparse.Namespace, n: int) -> str:
         f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- Command: `{shlex.join(['python', 'benchmarks/busy_host.py', *sys.argv[1:]])}`",
         "",
-        "Fresh process per fit (import + fit), warm caches, median of the measured runs.",
+        "Fresh process per fit (import + fit), warm caches, median of the measured runs; "
+        "the libraries take turns within each round.",
         "",
         markdown_table(["library", "quiet s", "busy s", "busy / quiet", "peer",
                         "peer / this, quiet", "peer / this, busy"], table),
@@ -194,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = _run(args, X, Path(tmp))
     report = render(rows, args, X.shape[0])
     print(report)
-    if not args.no_save:
-        args.out.write_text(report)
+    if not args.no_save:  # appended: the file keeps the earlier runs
+        with open(args.out, "a") as fh:
+            fh.write("\n" + report)
     return 1 if any("error" in r for r in rows) else 0
 
 
