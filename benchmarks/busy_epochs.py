@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from busy_host import _spin  # the competitor: a CPU-bound loop pinned to core 0
 from dask_place import emit, machine_state
 
 
@@ -79,12 +80,6 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
             threads.end_epoch()
             Y, Y_next = Y_next, Y
     return Y
-
-
-def _spin() -> None:  # the competitor: a CPU-bound loop on core 0
-    os.sched_setaffinity(0, {0})
-    while True:
-        pass
 
 
 def measure(problem: tuple, rounds: int) -> dict:
