@@ -130,3 +130,33 @@ def test_errors_name_the_problem(data):
     few = da.from_array(_mixture(60), chunks=(30, -1))  # 12 shards of ~5 rows, one probe
     with pytest.raises(ValueError, match="fewer than n_neighbors"):
         knn_graph(few, K, n_shards=12, n_probe=1, random_state=0).compute(scheduler="sync")
+
+
+def test_knn_graph_recall_on_the_cluster_equals_the_in_memory_one():
+    """unimap.dask.knn_graph_recall scores the same sampled rows the same way as
+    unimap.metrics.knn_graph_recall, with the exact neighbours found block by block."""
+    import dask
+
+    from unimap.dask import knn_graph_recall as dask_recall
+    from unimap.metrics import knn_graph_recall
+
+    rng = np.random.default_rng(5)
+    data = (rng.standard_normal((3000, 12)) + rng.integers(0, 4, (3000, 1)) * 3).astype(
+        np.float32)
+    graph = nearest_neighbors(data, 10, method="hnsw")[0].indices.copy()
+    rows = rng.permutation(3000)[:600]
+    graph[rows, 1:] = graph[rng.permutation(rows), 1:]  # spoil a fifth of the lists
+    X = da.from_array(data, chunks=700)
+    scores = {}
+    for metric in ("euclidean", "cosine"):
+        expected = knn_graph_recall(data, graph, metric=metric, sample_size=300,
+                                    random_state=1)
+        with dask.config.set(scheduler="sync"):
+            got = dask_recall(X, graph, metric=metric, sample_size=300, random_state=1)
+        assert got.value == pytest.approx(expected.value, abs=1e-12)
+        assert got.stderr == pytest.approx(expected.stderr, abs=1e-12)
+        scores[metric] = got.value
+    # four fifths of the euclidean lists are right; the cosine neighbours are other rows
+    assert 0.7 < scores["euclidean"] < 0.85 and scores["cosine"] < scores["euclidean"] - 0.2
+    with pytest.raises(ValueError, match="shape"):
+        dask_recall(X, graph[:-1])

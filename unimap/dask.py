@@ -25,7 +25,9 @@ its type).
 - :func:`knn_graph` builds the kNN graph of every row on the cluster (k-means shards, one
   HNSW index each, other shards searched only where they can hold a neighbour;
   :mod:`unimap._dask_knn`), for a fit of every row in memory on it
-  (``GDR(precomputed_knn=graph.compute())``). The optimizer itself stays on one machine.
+  (``GDR(precomputed_knn=graph.compute())``). The optimizer itself stays on one machine;
+  :func:`knn_graph_recall` checks such a graph against the exact neighbours of sampled rows,
+  found on the cluster.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ from unimap._dask_knn import (
 )
 
 __all__ = ["DaskKNNGraph", "Moments", "SamplePlacement", "fit_sample_transform",
-           "is_dask_collection", "knn_graph", "sample_rows", "scatter_moments"]
+           "is_dask_collection", "knn_graph", "knn_graph_recall", "sample_rows",
+           "scatter_moments"]
 
 _NOT_SHIPPED = ("graph_", "knn_indices_", "knn_dists_")  # fitted, but transform never reads them
 
@@ -422,3 +425,85 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
     centroids = kmeans(_prepare(sample, metric), n_shards, seed)
     indices, distances = graph_arrays(X, centroids, k, n_probe, metric)
     return DaskKNNGraph(indices, distances, centroids)
+
+
+def knn_graph_recall(X: Any, knn_indices: Any, *, metric: str = "euclidean",
+                     sample_size: int = 1000, random_state: Any = None) -> Any:
+    """:func:`unimap.metrics.knn_graph_recall` for data in a dask array: the recall of a kNN
+    graph of its rows (``knn_graph(X).compute()[0]``, or any (n_samples, n_neighbors) lists
+    in unimap's layout) against the exact neighbours of ``sample_size`` sampled rows, which
+    every block of ``X`` is searched for on the cluster (``O(sample_size · n_samples ·
+    n_features)`` work, the sampled rows and one block per task in memory).
+
+    The same rows (for the same ``random_state``) and the same scoring as the in-memory
+    function: a listed neighbour counts if it is no farther than the exact ``k``-th other
+    row, the row itself and repeats do not.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features), numeric, row counts known
+    knn_indices : array-like of int, shape (n_samples, n_neighbors)
+        Row ``i`` lists the neighbours of row ``i``, itself in column 0; ``k = n_neighbors -
+        1``. Only the sampled rows are read.
+    metric : {"euclidean", "cosine", "correlation"}, default="euclidean"
+    sample_size : int, default=1000
+    random_state : int, numpy Generator or None, default=None
+
+    Returns
+    -------
+    unimap.metrics.SampledScore
+        ``value`` in [0, 1] and its standard error.
+    """
+    from unimap._validation import check_choice, check_int
+    from unimap.metrics._graph import _check_indices, score_listed
+    from unimap.metrics._neighborhood import _sample_queries
+
+    X = checked_rows(X, "knn_graph_recall")
+    n = int(X.shape[0])
+    metric = check_choice(metric, "metric", METRICS)
+    indices = _check_indices(knn_indices, n)
+    k = check_int(indices.shape[1], "the number of columns of knn_indices", 2, n) - 1
+    query_ids = _sample_queries(n, check_int(sample_size, "sample_size", 1), random_state)
+    rows = np.arange(n) if query_ids is None else query_ids
+    return score_listed(indices, rows, n,
+                        lambda listed: _exact_and_listed(X, rows, listed, k, metric))
+
+
+def _exact_and_listed(X: Any, rows: np.ndarray, listed: np.ndarray, k: int,
+                      metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """The exact ``k``-th distance of each sampled row (over all blocks, on the cluster) and
+    its distances to the listed rows (``-1``: none), in the metric's prepared geometry."""
+    import dask
+
+    from unimap.metrics._common import _prepare_rows
+
+    queries = _prepare_rows(X[rows].compute(), metric)
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+    tops = dask.compute(*[dask.delayed(_block_nearest)(block, int(starts[b]), queries, rows,
+                                                       k, metric)
+                          for b, block in enumerate(X.to_delayed().ravel())])
+    d2 = np.sort(np.concatenate(tops, axis=1), axis=1)
+    bound = np.sqrt(d2[:, k - 1])
+    wanted = np.unique(listed[listed >= 0])
+    others = _prepare_rows(X[wanted].compute(), metric) if wanted.size else queries[:0]
+    position = np.searchsorted(wanted, np.maximum(listed, 0))
+    found = np.sqrt(((queries[:, None, :] - others[position]) ** 2).sum(axis=2))
+    return bound, found
+
+
+def _block_nearest(block: Any, first_row: int, queries: np.ndarray, rows: np.ndarray, k: int,
+                   metric: str) -> np.ndarray:
+    """Squared distances from each query to its ``k`` nearest rows of one block other than
+    itself (``inf`` where the block has fewer)."""
+    from unimap.metrics._common import _prepare_rows
+
+    points = _prepare_rows(block, metric)
+    d2 = ((queries ** 2).sum(1)[:, None] - 2.0 * queries @ points.T
+          + (points ** 2).sum(1)[None, :])
+    own = rows - first_row
+    inside = (own >= 0) & (own < points.shape[0])
+    d2[np.flatnonzero(inside), own[inside]] = np.inf  # the row itself
+    out = np.full((queries.shape[0], k), np.inf)
+    take = min(k, points.shape[0])
+    out[:, :take] = np.sort(np.partition(d2, take - 1, axis=1)[:, :take], axis=1)
+    return np.maximum(out, 0.0)

@@ -79,14 +79,27 @@ default="euclidean"
     check_int(k + 1, "the number of columns of knn_indices", 2, n)
     query_ids = _sample_queries(n, sample_size, random_state)
     rows = np.arange(n) if query_ids is None else query_ids
+
+    def exact_and_listed(listed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with numba_threads(resolve_n_jobs(n_jobs)):
+            exact = _exact_neighbors(X, query_ids, k, metric, n_jobs)
+        return (_distances(X, rows, exact[:, -1:], metric)[:, 0],
+                _distances(X, rows, np.maximum(listed, 0), metric))
+
+    return score_listed(indices, rows, n, exact_and_listed)
+
+
+def score_listed(indices: np.ndarray, rows: np.ndarray, n: int,
+                 exact_and_listed: Any) -> SampledScore:
+    """The recall of ``indices`` on ``rows``: ``exact_and_listed(listed)`` returns each row's
+    exact ``k``-th distance and its distances to the ``listed`` rows (``-1``: a miss), both
+    in one geometry (shared with :func:`unimap.dask.knn_graph_recall`)."""
+    k = indices.shape[1] - 1
     listed = _drop_self(indices[rows], rows, k)
     listed[listed == rows[:, None]] = -1  # a row listing itself more than once: a miss
     listed = _distinct(listed)
-    with numba_threads(resolve_n_jobs(n_jobs)):
-        exact = _exact_neighbors(X, query_ids, k, metric, n_jobs)
-    bound = _distances(X, rows, exact[:, -1:], metric)
-    found = _distances(X, rows, np.maximum(listed, 0), metric)
-    hits = ((listed >= 0) & (found <= bound * (1.0 + _TIE_TOLERANCE))).sum(axis=1)
+    bound, found = exact_and_listed(listed)
+    hits = ((listed >= 0) & (found <= bound[:, None] * (1.0 + _TIE_TOLERANCE))).sum(axis=1)
     terms = hits / k
     if terms.size == 1:
         return SampledScore(float(terms[0]), math.nan)
