@@ -160,3 +160,8 @@ def test_knn_graph_recall_on_the_cluster_equals_the_in_memory_one():
     assert 0.7 < scores["euclidean"] < 0.85 and scores["cosine"] < scores["euclidean"] - 0.2
     with pytest.raises(ValueError, match="shape"):
         dask_recall(X, graph[:-1])
+    spoiled = data.copy()
+    spoiled[1234, 5] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinity \(row 1234"), \
+            dask.config.set(scheduler="sync"):
+        dask_recall(da.from_array(spoiled, chunks=700), graph, sample_size=50, random_state=1)

@@ -495,8 +495,11 @@ def _block_nearest(block: Any, first_row: int, queries: np.ndarray, rows: np.nda
                    metric: str) -> np.ndarray:
     """Squared distances from each query to its ``k`` nearest rows of one block other than
     itself (``inf`` where the block has fewer)."""
+    from unimap._validation import check_finite_block
     from unimap.metrics._common import _prepare_rows
 
+    block = np.asarray(block)
+    check_finite_block(block, first_row)  # the sampled and listed rows lie in some block
     points = _prepare_rows(block, metric)
     d2 = ((queries ** 2).sum(1)[:, None] - 2.0 * queries @ points.T
           + (points ** 2).sum(1)[None, :])
