@@ -23,13 +23,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import time
 from pathlib import Path
 
 import numpy as np
-from busy_host import _spin  # the competitor: a CPU-bound loop pinned to core 0
+from busy_host import competitor  # a CPU-bound loop pinned to core 0
 from dask_place import emit, machine_state
 
 
@@ -114,18 +113,9 @@ def main() -> None:
     table = ["", "| state | driver | median s | min s | rounds |", "|---|---|---:|---:|---|"]
     medians = {}
     for state in ("quiet", "busy"):
-        competitor = None
-        if state == "busy":
-            competitor = mp.get_context("spawn").Process(target=_spin, daemon=True)
-            competitor.start()
-            time.sleep(1.0)
-        try:
+        with competitor(state == "busy"):
             lines.append(f"- {state}, at start: {machine_state()}")
             times = measure(problem, args.rounds)
-        finally:
-            if competitor is not None:
-                competitor.terminate()
-                competitor.join()
         for name, values in times.items():
             medians[state, name] = float(np.median(values))
             table.append(f"| {state} | {name} | {np.median(values):.2f} | {min(values):.2f} | "

@@ -33,6 +33,8 @@ import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,16 +102,27 @@ def _spin() -> None:  # the competitor: a CPU-bound loop on core 0
         pass
 
 
+@contextmanager
+def competitor(busy: bool) -> Iterator[None]:
+    """While the body runs, a CPU-bound process pinned to core 0 when ``busy``."""
+    if not busy:
+        yield
+        return
+    process = mp.get_context("spawn").Process(target=_spin, daemon=True)
+    process.start()
+    time.sleep(1.0)  # let it take its core before the timings start
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.join()
+
+
 def _run(args: argparse.Namespace, X: np.ndarray, tmp: Path) -> list[dict]:
     np.save(tmp / "X.npy", X)
     rows, run_id = [], 0
     for state in ("quiet", "busy"):
-        competitor = None
-        if state == "busy":
-            competitor = mp.get_context("spawn").Process(target=_spin, daemon=True)
-            competitor.start()
-            time.sleep(1.0)
-        try:
+        with competitor(state == "busy"):
             # rounds outside, libraries inside: a drift of the host's speed (25% within
             # minutes on this shared machine) then hits both sides of a ratio alike
             for attempt in range(args.repeats + (state == "quiet")):  # one warm-up
@@ -129,10 +142,6 @@ def _run(args: argparse.Namespace, X: np.ndarray, tmp: Path) -> list[dict]:
                           f"{fmt(row.get('other_cores'))}", file=sys.stderr, flush=True)
                     if not warmup:
                         rows.append(row)
-        finally:
-            if competitor is not None:
-                competitor.terminate()
-                competitor.join()
     return rows
 
 

@@ -21,7 +21,8 @@ import numpy as np
 from unimap._validation import check_int
 
 __all__ = ["PARALLEL_MIN_ROWS", "resolve_n_jobs", "numba_threads", "spread_threads",
-           "ThreadSpread", "pinned_pool", "AdaptiveThreads", "adaptive_threads"]
+           "ThreadSpread", "pinned_pool", "AdaptiveThreads", "adaptive_threads",
+           "epoch_threads"]
 
 PARALLEL_MIN_ROWS = 512  # below this many rows a serial epoch beats waking the thread pool
 
@@ -289,6 +290,12 @@ class AdaptiveThreads:
 def adaptive_threads(n_rows: int) -> AdaptiveThreads:
     """Adaptive epochs on the current thread setting; one thread for fewer than
     ``PARALLEL_MIN_ROWS`` rows."""
+    return AdaptiveThreads(epoch_threads(n_rows))
+
+
+def epoch_threads(n_rows: int) -> int:
+    """Threads for the epochs over ``n_rows`` rows: numba's current count, or one below
+    ``PARALLEL_MIN_ROWS``."""
     import numba
 
-    return AdaptiveThreads(numba.get_num_threads() if n_rows >= PARALLEL_MIN_ROWS else 1)
+    return numba.get_num_threads() if n_rows >= PARALLEL_MIN_ROWS else 1

@@ -12,6 +12,7 @@ from unimap._threads import (
     PARALLEL_MIN_ROWS,
     AdaptiveThreads,
     adaptive_threads,
+    epoch_threads,
     numba_threads,
     spread_threads,
 )
@@ -283,14 +284,12 @@ def _epochs_2d(Y: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32
     """:func:`full_batch_umap`'s 2-D epochs, ``EPOCH_CHUNK`` at a time in one parallel region
     (:mod:`unimap._kernels.gdr_epochs`: an epoch does not wait for a descheduled thread).
     Bitwise the epochs of :func:`unimap._kernels.gdr.umap_epoch`."""
-    import numba
-
     from unimap._kernels.gdr_epochs import epoch_buffers, umap_epochs_2d
     from unimap._kernels.lowdim import UMAP_EPS
 
     f32 = np.float32
     n, n_epochs = Y.shape[0], len(rates)
-    n_threads = numba.get_num_threads() if n >= PARALLEL_MIN_ROWS else 1
+    n_threads = epoch_threads(n)
     if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
         weight = f32(weight * f32(n / (n - 1)))
     positions, velocities, forces = epoch_buffers(Y)

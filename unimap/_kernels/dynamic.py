@@ -67,14 +67,16 @@ def _int64_cell(context, builder, array_type, array, index):
     return cgutils.get_item_pointer(context, builder, array_type, arr, [index])
 
 
-def _is_int64_array(array) -> bool:
-    return isinstance(array, numba.types.Array) and array.dtype == numba.types.int64
+def _int64_cell_args(array, *integers) -> bool:
+    """Whether an atomic's arguments type-check: an int64 array, then integers."""
+    return (isinstance(array, numba.types.Array) and array.dtype == numba.types.int64
+            and all(isinstance(value, numba.types.Integer) for value in integers))
 
 
 @intrinsic
 def atomic_load(typingctx, array, index):
     """``array[index]`` read atomically (sequentially consistent), an int64 array."""
-    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)):
+    if not _int64_cell_args(array, index):
         return None
     sig = numba.types.int64(array, numba.types.intp)
 
@@ -88,8 +90,7 @@ def atomic_load(typingctx, array, index):
 @intrinsic
 def atomic_store(typingctx, array, index, value):
     """``array[index] = value`` atomically (sequentially consistent), an int64 array."""
-    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
-            and isinstance(value, numba.types.Integer)):
+    if not _int64_cell_args(array, index, value):
         return None
     sig = numba.types.void(array, numba.types.intp, numba.types.int64)
 
@@ -105,8 +106,7 @@ def atomic_store(typingctx, array, index, value):
 def atomic_add(typingctx, array, index, value):
     """``array[index] += value`` atomically (sequentially consistent); returns the value
     before."""
-    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
-            and isinstance(value, numba.types.Integer)):
+    if not _int64_cell_args(array, index, value):
         return None
     sig = numba.types.int64(array, numba.types.intp, numba.types.int64)
 
@@ -120,9 +120,7 @@ def atomic_add(typingctx, array, index, value):
 @intrinsic
 def atomic_cas(typingctx, array, index, expected, value):
     """Atomically: if ``array[index] == expected``, set it to ``value``; True if it did."""
-    if not (_is_int64_array(array) and isinstance(index, numba.types.Integer)
-            and isinstance(expected, numba.types.Integer)
-            and isinstance(value, numba.types.Integer)):
+    if not _int64_cell_args(array, index, expected, value):
         return None
     sig = numba.types.boolean(array, numba.types.intp, numba.types.int64, numba.types.int64)
 
