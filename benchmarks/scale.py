@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/scale.py                          # GDR and UMAP at 100k, 300k, 1M
     python benchmarks/scale.py --methods GDR --sizes 100000,1000000 --source gauss
+    python benchmarks/scale.py --methods GDR --sizes 100000,1000000 --rounds 2  # interleaved
     python benchmarks/scale.py --out benchmarks/results/scale.md
 
 Data: ``gauss``, a mixture of 30 Gaussians in 50-D (float32, the issue's), or ``mnist``,
@@ -123,6 +124,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--source", default="gauss", choices=("gauss", "mnist"))
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the sizes this many times, interleaved (medians compared)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -131,18 +134,19 @@ def main() -> None:
         print(json.dumps(fit_one(method, int(n), source, device)))
         return
     rows = []
-    for method in args.methods.split(","):
-        for n in map(int, args.sizes.split(",")):
-            load, steal = os.getloadavg()[0], _steal()
-            proc = subprocess.run([sys.executable, "-W", "ignore", __file__, "--worker", method,
-                                   str(n), args.source, args.device], capture_output=True,
-                                  text=True)
-            if proc.returncode:
-                raise RuntimeError(proc.stderr[-3000:])
-            row = json.loads(proc.stdout.strip().splitlines()[-1])
-            row.update(load=round(load, 2), steal=round(steal, 1))
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+    rounds = [(method, n) for method in args.methods.split(",")
+              for _ in range(args.rounds) for n in map(int, args.sizes.split(","))]
+    for method, n in rounds:
+        load, steal = os.getloadavg()[0], _steal()
+        proc = subprocess.run([sys.executable, "-W", "ignore", __file__, "--worker", method,
+                               str(n), args.source, args.device], capture_output=True,
+                              text=True)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr[-3000:])
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        row.update(load=round(load, 2), steal=round(steal, 1))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     lines = ["| method | data | n | total s | kNN s | affinities s | init s | optimize s | "
              "peak MiB | estimate MiB | GPU peak MiB | phases on GPU | "
              "load / steal % at start |",
@@ -155,17 +159,32 @@ def main() -> None:
                      f"{','.join(k for k, v in r['devices'].items() if v == 'cuda') or '-'} | "
                      f"{r['load']} / {r['steal']} |")
     for method in args.methods.split(","):
-        mine = {r["n"]: r["timings"]["total"] for r in rows if r["method"] == method}
-        if len(mine) > 1:
-            lo, hi = min(mine), max(mine)
-            lines.append(f"\n{method}: t({hi:,}) / t({lo:,}) = {mine[hi] / mine[lo]:.1f} "
-                         f"for {hi / lo:.0f}x the points")
+        lines.extend(_ratio_lines(method, [r for r in rows if r["method"] == method]))
     text = "\n".join(lines)
     print(text)
     if args.out:
         args.out.write_text(f"# Scaling on one machine\n\n`python benchmarks/scale.py "
                             f"--methods {args.methods} --sizes {args.sizes} --source "
-                            f"{args.source} --device {args.device}`\n\n{text}\n")
+                            f"{args.source} --device {args.device} --rounds "
+                            f"{args.rounds}`\n\n{text}\n")
+
+
+def _ratio_lines(method: str, rows: list) -> list:
+    """t(largest n) / t(smallest n), of the medians over rounds; with several rounds also
+    each round's own ratio (the host's speed drifts between rounds, less within one)."""
+    totals: dict = {}
+    for r in rows:
+        totals.setdefault(r["n"], []).append(r["timings"]["total"])
+    if len(totals) < 2:
+        return []
+    lo, hi = min(totals), max(totals)
+    ratio = float(np.median(totals[hi]) / np.median(totals[lo]))
+    line = (f"\n{method}: t({hi:,}) / t({lo:,}) = {ratio:.1f} for {hi / lo:.0f}x the points")
+    if len(totals[hi]) > 1:
+        per_round = zip(totals[hi], totals[lo], strict=True)
+        line += (f" (medians of {len(totals[hi])} rounds; per round: "
+                 + ", ".join(f"{h / l:.1f}" for h, l in per_round) + ")")
+    return [line]
 
 
 if __name__ == "__main__":
