@@ -285,13 +285,14 @@ def _epochs_2d(Y: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32
     (:mod:`unimap._kernels.gdr_epochs`: an epoch does not wait for a descheduled thread).
     Bitwise the epochs of :func:`unimap._kernels.gdr.umap_epoch`."""
     from unimap._kernels.gdr_epochs import epoch_buffers, umap_epochs_2d
+    from unimap._kernels.gdr_unnormalized import pooled_sample_weight
     from unimap._kernels.lowdim import UMAP_EPS
 
     f32 = np.float32
     n, n_epochs = Y.shape[0], len(rates)
     n_threads = epoch_threads(n)
     if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
-        weight = f32(weight * f32(n / (n - 1)))
+        weight = pooled_sample_weight(weight, n)
     positions, velocities, forces = epoch_buffers(Y)
     step_sizes = np.asarray(rates, dtype=f32)
     with numba_threads(n_threads), spread_threads(n_threads > 1):

@@ -145,6 +145,12 @@ def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
                 _umap_repel_nd(Y, F, i, _negative(repeat_hash, e, i, n), rep_weight, a, b, eps)
 
 
+def pooled_sample_weight(rep_weight, n: int) -> np.float32:
+    """The weight of one pooled negative sample: ``rep_weight·n/(n − 1)`` in float32, since a
+    pool point may be the row's own and gives no force (see :func:`umap_epoch`)."""
+    return np.float32(np.float32(rep_weight) * np.float32(n / (n - 1)))
+
+
 def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
                n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
                n_workers=None, negative_pool=0):
@@ -185,8 +191,7 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     if Y.shape[1] == 2:
         n_pool = 0 if exhaustive else int(negative_pool)
         if n_pool > 0:
-            n = Y.shape[0]
-            rep_weight = np.float32(rep_weight * np.float32(n / (n - 1)))
+            rep_weight = pooled_sample_weight(rep_weight, Y.shape[0])
         _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                        attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
                        epoch, exhaustive, np.int64(n_workers), np.int64(n_pool))
