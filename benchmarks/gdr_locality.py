@@ -41,10 +41,9 @@ def configurations(args: tuple, kwargs: dict) -> dict:
     init, edges, transposed, scale = args[:4]
     P = _csr(edges)
     order = locality_order(init)
+    # Pᵀ's arrays are empty unless P is directed; the captured scale stays the call's
     directed = transposed[0].shape[0] > 0
     r_edges, r_transposed, _ = gdr_edge_arrays(P, True, directed, order)
-    if not directed:
-        r_transposed = transposed
     relabelled = (init[order], r_edges, r_transposed, scale) + tuple(args[4:])
     plain_kw = dict(kwargs, negative_pool=0, row_ids=None)
     pool_kw = dict(kwargs, negative_pool=NEGATIVE_POOL, row_ids=None)

@@ -251,12 +251,12 @@ def full_batch_umap(
         return full_batch_umap_cuda(init, edges, transposed, attraction_scale, n_epochs, a, b,
                                     seed, rates, momentum, n_negatives, repulsion_weight,
                                     FULL_BATCH_CLIP, guard, row_ids)
-    Y = np.array(init, dtype=np.float32, order="C")
     weight, scale = f32(repulsion_weight), f32(attraction_scale)
     a, b = f32(a), f32(b)
-    if Y.shape[1] == 2:
-        return _epochs_2d(Y, edges, transposed, scale, n_negatives, weight, a, b, rates,
+    if init.shape[1] == 2:  # epoch_buffers copies the start into float32 buffers itself
+        return _epochs_2d(init, edges, transposed, scale, n_negatives, weight, a, b, rates,
                           f32(momentum), seed, guard, row_ids, negative_pool)
+    Y = np.array(init, dtype=np.float32, order="C")
     Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     threads = adaptive_threads(Y.shape[0])
     with threads.spread():
@@ -277,7 +277,7 @@ def full_batch_umap(
 EPOCH_CHUNK = 10
 
 
-def _epochs_2d(Y: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
+def _epochs_2d(init: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
                n_negatives: float, weight: np.float32, a: np.float32, b: np.float32,
                rates: list, momentum: np.float32, seed: int, guard: Any,
                row_ids: np.ndarray | None, negative_pool: int) -> np.ndarray:
@@ -289,11 +289,11 @@ def _epochs_2d(Y: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32
     from unimap._kernels.lowdim import UMAP_EPS
 
     f32 = np.float32
-    n, n_epochs = Y.shape[0], len(rates)
+    n, n_epochs = init.shape[0], len(rates)
     n_threads = epoch_threads(n)
     if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
         weight = pooled_sample_weight(weight, n)
-    positions, velocities, forces = epoch_buffers(Y)
+    positions, velocities, forces = epoch_buffers(init)
     step_sizes = np.asarray(rates, dtype=f32)
     with numba_threads(n_threads), spread_threads(n_threads > 1):
         for start in range(0, n_epochs, EPOCH_CHUNK):

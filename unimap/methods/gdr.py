@@ -411,7 +411,7 @@ class GDR(NeighborEmbedding):
         # Large inputs: points relabelled along a Z-order curve of their start, so that a
         # row's neighbours lie close in memory (the random reads of the embedding dominate an
         # epoch once it outgrows the cache), and each block of rows draws its negatives from a
-        # pool of NEGATIVE_POOL points (from 50,000 points on: MNIST-70k 0.86x per epoch, 50k
+        # pool of NEGATIVE_POOL points (from 50,000 points on: MNIST-70k 0.82x per epoch, 50k
         # 0.89x, 30k only 0.93x; docs/gdr.md). Below the threshold the labels stay as given and
         # every sample reads its own point, so results on small data are those of earlier
         # versions (the negatives are keyed by row and edge position, which a relabelling
