@@ -109,7 +109,7 @@ class PCA(UnimapEstimator):
         X = self._fit(X)
         if is_dask_collection(X):
             return self._dask_transform(X, {})
-        return project(X, self._axes, self.whiten)
+        return project(X, self._axes, self.whiten, row_exact=True)
 
     def transform(self, X: Any) -> np.ndarray:
         """Project ``X`` of shape (m, n_features) onto the components: (m, n_components).
@@ -127,7 +127,7 @@ class PCA(UnimapEstimator):
         self._check_fitted()
         X = _check_input(self._new_input(X))
         self._check_n_features(X, self.n_features_in_)
-        return project(X, self._axes, self.whiten)
+        return project(X, self._axes, self.whiten, row_exact=True)
 
     def inverse_transform(self, Z: Any) -> np.ndarray:
         """Map projections of shape (m, n_components) back to the input space."""
