@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from unimap._kmeans import _sq_distances, kmeans, nearest_centroids
 from unimap._validation import check_finite_block
 from unimap.neighbors import _finish_distances, _prepare, _with_self_first
 
@@ -39,8 +40,6 @@ METRICS = ("euclidean", "cosine", "correlation")
 SHARD_ROWS = 250_000  # default rows per shard: n_shards = ceil(n / SHARD_ROWS)
 KMEANS_SAMPLE_PER_SHARD = 1_000  # sample rows per centroid (at least KMEANS_MIN_SAMPLE)
 KMEANS_MIN_SAMPLE = 20_000
-KMEANS_ITERATIONS = 25
-_ROWS_PER_STEP = 16_384  # rows per step of the centroid distances (bounds the temporaries)
 
 
 class DaskKNNGraph(NamedTuple):
@@ -118,58 +117,6 @@ def _piece(split: _Split, s: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _planned_queries(plan: tuple, s: int) -> _Queries:
     return plan[1][s]
-
-
-def kmeans(points: np.ndarray, n_clusters: int, seed: int,
-           iterations: int = KMEANS_ITERATIONS) -> np.ndarray:
-    """Lloyd's k-means of ``points`` (float32), k-means++ seeding from ``seed``.
-
-    Deterministic (no threads, distances row by row); an emptied cluster keeps its centroid.
-    Returns the (n_clusters, n_features) float32 centroids.
-    """
-    rng = np.random.default_rng(seed)
-    n = points.shape[0]
-    centroids = np.empty((n_clusters, points.shape[1]), dtype=np.float32)
-    centroids[0] = points[rng.integers(n)]
-    nearest = _sq_distances(points, centroids[:1])[:, 0]
-    for c in range(1, n_clusters):  # k-means++: far points are likelier centroids
-        total = float(nearest.sum(dtype=np.float64))
-        pick = (rng.integers(n) if total <= 0.0
-                else int(np.searchsorted(np.cumsum(nearest, dtype=np.float64),
-                                         rng.random() * total, side="right")))
-        centroids[c] = points[min(pick, n - 1)]
-        np.minimum(nearest, _sq_distances(points, centroids[c:c + 1])[:, 0], out=nearest)
-    labels = None
-    for _ in range(iterations):
-        new_labels = nearest_centroids(points, centroids)
-        if labels is not None and np.array_equal(labels, new_labels):
-            break
-        labels = new_labels
-        counts = np.bincount(labels, minlength=n_clusters)
-        filled = counts > 0  # an emptied cluster keeps its centroid
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[filled]
-        grouped = points[np.argsort(labels, kind="stable")].astype(np.float64)
-        sums = np.add.reduceat(grouped, starts, axis=0)
-        centroids[filled] = (sums / counts[filled, None]).astype(np.float32)
-    return centroids
-
-
-def nearest_centroids(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """(n,) int32: each row's nearest centroid (ties: the lower index)."""
-    out = np.empty(points.shape[0], dtype=np.int32)
-    for start in range(0, points.shape[0], _ROWS_PER_STEP):
-        dist = _sq_distances(points[start:start + _ROWS_PER_STEP], centroids)
-        out[start:start + dist.shape[0]] = np.argmin(dist, axis=1)
-    return out
-
-
-def _sq_distances(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """(n, c) squared distances, each row's summed on its own (the same bits in any block)."""
-    out = np.empty((points.shape[0], centroids.shape[0]), dtype=points.dtype)
-    for c, centroid in enumerate(centroids):
-        diff = points - centroid
-        out[:, c] = np.einsum("ij,ij->i", diff, diff)
-    return out
 
 
 class _Split(NamedTuple):

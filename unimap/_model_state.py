@@ -295,6 +295,9 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
         hnsw, pca = index._hnsw, index._hnsw.pca
         info["hnsw"] = {
             "n_parts": hnsw.n_parts, "M": neighbors.HNSW_M,
+            # the k-means cells of a sharded index (unimap._sharded_knn); absent: one index
+            "cells": (None if getattr(hnsw, "centroids", None) is None else
+                      store.add("index.cells.centroids", hnsw.centroids)),
             "ef_construction": neighbors.HNSW_EF_CONSTRUCTION,
             "pca": None if pca is None else {
                 "components": store.add("index.pca.components", pca.components),
@@ -359,9 +362,12 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
 def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
     from unimap import neighbors
     from unimap._pca import PCAFit
+    from unimap._sharded_knn import ShardedHNSWIndex, cell_layout
 
     info = _typed(info, dict)
-    settings = {"n_parts": neighbors.hnsw_layout(data.shape[0]).n_parts, "M": neighbors.HNSW_M,
+    centroids = decode(info.get("cells"), "index.cells.centroids", arrays)
+    layout = neighbors.hnsw_layout(data.shape[0]) if centroids is None else cell_layout()
+    settings = {"n_parts": layout.n_parts, "M": neighbors.HNSW_M,
                 "ef_construction": neighbors.HNSW_EF_CONSTRUCTION}
     stored = {k: info.get(k) for k in settings}
     if stored != settings:
@@ -379,6 +385,13 @@ def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
                 fields[f].shape == (k,) for f in list(fields)[2:]):
             raise ValueError("index PCA arrays do not match the data's features")
         pca = PCAFit(**fields, solver=str(pca.get("solver")))
+    if centroids is not None:
+        if not isinstance(centroids, np.ndarray) or centroids.dtype != np.float32 or (
+                centroids.ndim != 2 or centroids.shape[0] < 1 or centroids.shape[1] != (
+                    data.shape[1] if pca is None else pca.components.shape[0])):
+            raise ValueError("index cell centroids must be float32 of shape (n_cells, "
+                             "the searched space's dimension)")
+        return ShardedHNSWIndex(data, n_threads, pca=pca, centroids=centroids)
     hnsw = neighbors._HNSWIndex(data, n_threads, pca=pca)
     del hnsw._ordered  # the training points' projection: recomputed on demand, as unpickled
     return hnsw

@@ -17,7 +17,11 @@ Backends (``method``):
   built side by side on a 50-dimensional PCA projection; 2 x 30 candidates re-ranked by exact
   full-space distances, and each pair found by one point's search offered to the other
   point's list: recall@15 ≈ 0.99 on MNIST-70k in ~2 s on 2 cores; the default for large
-  data, chosen by measurement (``benchmarks/knn_candidates.py``).
+  data, chosen by measurement (``benchmarks/knn_candidates.py``). From
+  ``unimap._sharded_knn.SHARDED_MIN_ROWS`` (500,000) points on, one such index per k-means
+  cell of ~25,000 points, a point searched at home and in the one other cell that can hold
+  a nearer point (:class:`unimap._sharded_knn.ShardedHNSWIndex`): its cost per point no
+  longer grows with n.
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
@@ -195,7 +199,7 @@ class NeighborIndex:
             X = X.toarray()
         self._data = _prepare(X, self.metric)
         if self.method_ == "hnsw":
-            self._hnsw = _HNSWIndex(self._data, self.n_threads_)
+            self._hnsw = hnsw_index(self._data, self.n_threads_)
         elif self.method_ == "nndescent":
             self._nnd_data = np.ascontiguousarray(X, dtype=np.float32)
             self._nnd = None
@@ -404,21 +408,14 @@ class _HNSWIndex:
     part is deterministic).
     """
 
-    def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit") -> None:
-        from unimap._pca import fit_pca, project
+    def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit",
+                 layout: HNSWLayout | None = None) -> None:
+        from unimap._pca import project
 
         self.n_threads = n_threads
         self.data = data
-        if isinstance(pca, str) and data.shape[1] > HNSW_PCA_DIM:
-            # The projection only proposes candidates (re-ranked exactly), so its axes can
-            # come from a strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall
-            # (20,000 rows), 0.1 s at 10,000 rows (recall@15 0.9891 -> 0.9887; kNN build
-            # 2.12-2.22 -> 1.97 s; GDR()'s 10-NN accuracy, mean of seeds 0-3, 0.9683 -> 0.9670:
-            # a measured trade, see the issue-4 notes).
-            step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
-            pca = fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
-        elif isinstance(pca, str):
-            pca = None
+        if isinstance(pca, str):
+            pca = fit_candidate_pca(data)
         self.pca = pca
         reduced = data if pca is None else project(data, pca)
         # Points are inserted (and queries run) in Morton order of their first three
@@ -427,7 +424,8 @@ class _HNSWIndex:
         # re-ranking 0.42 -> 0.28 s, recall unchanged. Part p holds Morton positions
         # p, p + n_parts, ...: each part covers the whole space, in Morton order itself.
         self.order = morton_order(reduced)
-        self.n_parts = hnsw_layout(data.shape[0]).n_parts
+        self.layout = hnsw_layout(data.shape[0]) if layout is None else layout
+        self.n_parts = self.layout.n_parts
         ordered = np.ascontiguousarray(reduced[self.order], dtype=np.float32)
         self._ordered = ordered  # the training points' projection, reused by their own search
         parts = [ordered[p::self.n_parts] for p in range(self.n_parts)]
@@ -445,7 +443,7 @@ class _HNSWIndex:
         # recall@90 0.974 -> 0.980, 0.26-0.38 s; with fewer candidates, k = 31 from 2 x 28
         # or k = 91 from 2 x 80, the pairs give back the recall of 2 x k but not the time).
         self_join = queries is self.data
-        layout = hnsw_layout(self.data.shape[0])  # the build's: the same data, the same n
+        layout = self.__dict__.get("layout") or hnsw_layout(self.data.shape[0])  # the build's
         reverse = self_join and k <= layout.self_candidates
         if self_join:  # the training points keep the build's Morton order (their slots)
             query_order, ordered = self.order, getattr(self, "_ordered", None)
@@ -499,6 +497,34 @@ class _HNSWIndex:
 
         state["indexes"] = [faiss.deserialize_index(index) for index in state["indexes"]]
         self.__dict__.update(state)
+
+
+def fit_candidate_pca(data: np.ndarray) -> Any:
+    """The projection HNSW candidates are searched in: ``HNSW_PCA_DIM`` principal axes of
+    data wider than that (a :class:`unimap._pca.PCAFit`), else None (the data as they are).
+
+    The projection only proposes candidates (re-ranked exactly), so its axes can come from a
+    strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall (20,000 rows), 0.1 s at
+    10,000 rows (recall@15 0.9891 -> 0.9887; kNN build 2.12-2.22 -> 1.97 s; GDR()'s 10-NN
+    accuracy, mean of seeds 0-3, 0.9683 -> 0.9670: a measured trade, see the issue-4 notes).
+    """
+    from unimap._pca import fit_pca
+
+    if data.shape[1] <= HNSW_PCA_DIM:
+        return None
+    step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
+    return fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
+
+
+def hnsw_index(data: np.ndarray, n_threads: int, pca: Any = "fit",
+               centroids: np.ndarray | None = None) -> Any:
+    """The HNSW index of ``data``: one :class:`_HNSWIndex`, or from ``SHARDED_MIN_ROWS``
+    points on the :class:`unimap._sharded_knn.ShardedHNSWIndex` of its k-means cells."""
+    from unimap._sharded_knn import SHARDED_MIN_ROWS, ShardedHNSWIndex
+
+    if data.shape[0] >= SHARDED_MIN_ROWS or centroids is not None:
+        return ShardedHNSWIndex(data, n_threads, pca, centroids)
+    return _HNSWIndex(data, n_threads, pca)
 
 
 def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.ndarray,

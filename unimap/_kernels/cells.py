@@ -1,0 +1,49 @@
+"""Which k-means cell a point lives in, and the nearest wall of another cell (numba).
+
+Used by the sharded kNN index (:mod:`unimap._sharded_knn`): a point is searched in its home
+cell, and in one other cell only if that cell's bisecting hyperplane with the home cell is
+nearer than the point's k-th neighbour found at home.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(inline="always", cache=True)
+def _sq_dist_to(points, i, centroids, c):
+    d2 = 0.0
+    for j in range(points.shape[1]):
+        diff = np.float64(points[i, j]) - centroids[c, j]
+        d2 += diff * diff
+    return d2
+
+
+@numba.njit(parallel=True, cache=True)
+def nearest_cells(points, centroids, gaps, home, wall_cell, wall_dist):
+    """Per row of ``points`` (float32, (n, d)): ``home`` ← the nearest centroid (ties: the
+    lower index); ``wall_cell``/``wall_dist`` ← the other cell whose bisecting hyperplane with
+    the home cell is nearest, and that hyperplane's distance (-1 / inf with one cell).
+
+    ``centroids`` float64 (c, d); ``gaps`` float64 (c, c), the centroids' distances. Each row
+    is computed on its own, in a fixed order: the same bits for any thread count or block.
+    The hyperplane between cells h and s lies ``(|x − c_s|² − |x − c_h|²) / (2 |c_s − c_h|)``
+    from x, and every point of cell s lies beyond it.
+    """
+    n_cells = centroids.shape[0]
+    for i in numba.prange(points.shape[0]):
+        best, best_d2 = 0, np.inf
+        for c in range(n_cells):
+            d2 = _sq_dist_to(points, i, centroids, c)
+            if d2 < best_d2:
+                best, best_d2 = c, d2
+        near, near_d = -1, np.inf
+        for c in range(n_cells):
+            if c != best and gaps[best, c] > 0.0:
+                d = (_sq_dist_to(points, i, centroids, c) - best_d2) / (2.0 * gaps[best, c])
+                if d < near_d:
+                    near, near_d = c, d
+        home[i] = best
+        wall_cell[i] = near
+        wall_dist[i] = near_d

@@ -1,0 +1,223 @@
+"""The kNN graph of large inputs in memory: k-means cells, one small HNSW index each.
+
+One HNSW index over many points grows more costly per point as n grows: its graph outgrows
+the caches and its searches take more hops. From ``SHARDED_MIN_ROWS`` points on, the points
+are split into cells of about ``SHARD_ROWS`` by k-means (on a strided sample, in the space
+where candidates are searched: the PCA projection of wide data), each cell gets the
+in-memory index of its rows (:class:`unimap.neighbors._HNSWIndex`, built and searched on one
+thread, the cells side by side), and a point's candidates come from its home cell. A point
+is also searched in the one other cell whose bisecting hyperplane with its home cell is
+nearest, when that hyperplane is nearer than its k-th candidate from home: every point of
+another cell lies beyond such a hyperplane, and a projection only shortens distances, so a
+cell whose hyperplane is farther cannot hold a nearer point. The cost per point no longer
+grows with n (the 50-D mixture of issue 23 at 1M: ``benchmarks/results/scale_gdr.md``).
+
+The same layout serves the Dask graph (:mod:`unimap._dask_knn`), there with one cell per
+worker task. Deterministic for any thread count: k-means runs on one thread, a cell is a
+function of its rows, and a point's results do not depend on the others'.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from unimap._kmeans import kmeans
+
+SHARDED_MIN_ROWS = 500_000  # from here on the kNN graph is searched in k-means cells
+SHARD_ROWS = 25_000  # points per cell, on average
+KMEANS_SAMPLE_PER_SHARD = 500  # sample rows per centroid (at least KMEANS_MIN_SAMPLE)
+KMEANS_MIN_SAMPLE = 20_000
+KMEANS_SEED = 0  # fixed: the neighbours depend on the data alone, as the unsharded index's
+_SLACK = 1.0 + 1e-6  # the candidates' distances are float32
+
+
+CELL_PARTS = 3
+CELL_SELF_CANDIDATES = 20
+CELL_NEW_CANDIDATES = 24
+
+
+def cell_layout():
+    """The :class:`unimap.neighbors.HNSWLayout` of a cell's index: one graph (a cell is built
+    on one thread, so the parts that keep the unsharded graphs independent of the thread
+    count are not needed)."""
+    from unimap.neighbors import HNSWLayout
+
+    return HNSWLayout(CELL_PARTS, CELL_SELF_CANDIDATES, CELL_NEW_CANDIDATES)
+
+
+def n_shards_for(n: int) -> int:
+    """The number of k-means cells of an index of ``n`` points."""
+    return max(1, -(-n // SHARD_ROWS))
+
+
+class ShardedHNSWIndex:
+    """HNSW indexes of the k-means cells of ``data`` (see the module docstring); the
+    interface of :class:`unimap.neighbors._HNSWIndex`.
+
+    Parameters
+    ----------
+    data : float32 array of shape (n, d), prepared for the metric (euclidean geometry).
+    n_threads : int, threads that build and search the cells.
+    pca : ``"fit"``, a :class:`unimap._pca.PCAFit` or None: the projection candidates are
+        searched in (None: the data as they are); a saved model passes its stored one.
+    centroids : float32 array of shape (n_cells, p), optional; a saved model passes its
+        stored ones, else they are fitted.
+    """
+
+    def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit",
+                 centroids: np.ndarray | None = None) -> None:
+        from unimap._pca import project
+        from unimap.neighbors import fit_candidate_pca
+
+        self.n_threads = n_threads
+        self.data = data
+        self.pca = fit_candidate_pca(data) if isinstance(pca, str) else pca
+        reduced = data if self.pca is None else project(data, self.pca)
+        if centroids is None:
+            n_cells = n_shards_for(data.shape[0])
+            n_sample = max(KMEANS_MIN_SAMPLE, KMEANS_SAMPLE_PER_SHARD * n_cells)
+            step = max(1, data.shape[0] // n_sample)
+            centroids = kmeans(np.ascontiguousarray(reduced[::step], dtype=np.float32),
+                               n_cells, KMEANS_SEED)
+        self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        self.home, self._walls = self._cells(reduced)
+        order = np.argsort(self.home, kind="stable")
+        bounds = np.searchsorted(self.home[order], np.arange(self.centroids.shape[0] + 1))
+        self.members = [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
+        self.indexes = self._map(self._build_cell, range(len(self.members)),
+                                 [ids.size for ids in self.members])
+
+    @property
+    def n_parts(self) -> int:
+        """HNSW graphs per cell (each cell is an :class:`_HNSWIndex` of its rows)."""
+        return cell_layout().n_parts
+
+    def _cells(self, reduced: np.ndarray) -> tuple[np.ndarray, tuple]:
+        from unimap._kernels.cells import nearest_cells
+        from unimap._threads import numba_threads
+
+        cents = self.centroids.astype(np.float64)
+        gaps = np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
+        n = reduced.shape[0]
+        home, wall_cell = np.empty(n, np.int32), np.empty(n, np.int32)
+        wall_dist = np.empty(n, np.float64)
+        with numba_threads(self.n_threads):
+            nearest_cells(np.ascontiguousarray(reduced, dtype=np.float32), cents, gaps, home,
+                          wall_cell, wall_dist)
+        return home, (wall_cell, wall_dist)
+
+    def _build_cell(self, c: int):
+        from unimap.neighbors import _HNSWIndex
+
+        ids = self.members[c]
+        if ids.size == 0:
+            return None
+        return _HNSWIndex(np.ascontiguousarray(self.data[ids]), 1, pca=self.pca,
+                          layout=cell_layout())
+
+    def _map(self, task, cells, sizes) -> list:
+        """``task(c)`` for every cell, the largest first, on ``n_threads`` threads taking
+        cells as they finish (a descheduled thread holds up one cell, not a fixed half)."""
+        from unimap._threads import pinned_pool
+
+        cells = list(cells)
+        out: list = [None] * len(cells)
+        order = sorted(range(len(cells)), key=lambda j: -sizes[j])
+        if self.n_threads <= 1:
+            for j in order:
+                out[j] = task(cells[j])
+            return out
+        with pinned_pool(self.n_threads) as pool:
+            for j, result in zip(order, pool.map(lambda j: task(cells[j]), order), strict=True):
+                out[j] = result
+        return out
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest indexed points of each query: ids (int64) and euclidean
+        distances (float32), ascending; for the indexed points themselves (``queries is
+        self.data``), each point is among its own results."""
+        from unimap._pca import project
+
+        self_join = queries is self.data
+        if self_join:
+            home, (wall_cell, wall_dist) = self.home, self._walls
+        else:
+            queries = np.ascontiguousarray(queries, dtype=np.float32)
+            reduced = queries if self.pca is None else project(queries, self.pca)
+            home, (wall_cell, wall_dist) = self._cells(reduced)
+        m = queries.shape[0]
+        idx = np.full((m, k), -1, np.int64)
+        dist = np.full((m, k), np.inf, np.float32)
+        asked = self._group(home)
+
+        def at_home(c):
+            rows = asked[c]
+            if rows.size:
+                q = self.indexes[c].data if self_join else queries[rows]
+                idx[rows], dist[rows] = self._in_cell(c, q, k)
+
+        self._map(at_home, range(len(asked)), [r.size for r in asked])
+        # A home cell of fewer than k points (an outlier's): the exact search below, since
+        # its other neighbours may lie in any cell. Otherwise the other cell whose wall is
+        # nearer than the k-th candidate, if any.
+        full = np.isfinite(dist[:, k - 1])
+        probe = np.flatnonzero(full & (wall_cell >= 0) & (wall_dist <= dist[:, k - 1] * _SLACK))
+        asked = self._group(wall_cell[probe], probe)
+        found: list = [None] * len(asked)
+
+        def in_other(c):
+            if asked[c].size:
+                found[c] = self._in_cell(c, queries[asked[c]], k)
+
+        self._map(in_other, range(len(asked)), [r.size for r in asked])
+        for rows, result in zip(asked, found, strict=True):
+            if result is not None:
+                idx[rows], dist[rows] = _merge(idx[rows], dist[rows], *result, k)
+        short = np.flatnonzero(~full)
+        if short.size:
+            idx[short], dist[short] = self._exact(queries[short], k)
+        return idx, dist
+
+    @staticmethod
+    def _group(cells: np.ndarray, rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """The rows (ascending) that ask each cell, from each row's cell."""
+        rows = np.arange(cells.size) if rows is None else rows
+        order = np.argsort(cells, kind="stable")
+        n_cells = int(cells.max()) + 1 if cells.size else 0
+        bounds = np.searchsorted(cells[order], np.arange(n_cells + 1))
+        return [rows[order[bounds[c]:bounds[c + 1]]] for c in range(n_cells)]
+
+    def _in_cell(self, c: int, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest points of cell ``c`` (global ids; -1 / inf past its size)."""
+        index = self.indexes[c]
+        m = queries.shape[0]
+        idx = np.full((m, k), -1, np.int64)
+        dist = np.full((m, k), np.inf, np.float32)
+        if index is None:
+            return idx, dist
+        kk = min(k, self.members[c].size)
+        local, d = index.search(queries, kk)
+        found = local >= 0
+        idx[:, :kk][found] = self.members[c][local[found]]
+        dist[:, :kk][found] = d[found]
+        return idx, dist
+
+    def _exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        from unimap.neighbors import _exact_query
+
+        return _exact_query(self.data, queries, k, "euclidean", None)
+
+    def __getstate__(self) -> dict:
+        return self.__dict__.copy()  # the cells' indexes serialise their faiss graphs
+
+
+def _merge(idx_a: np.ndarray, dist_a: np.ndarray, idx_b: np.ndarray, dist_b: np.ndarray,
+           k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest of two candidate lists per row (disjoint: two cells), ties in the
+    order given (the home cell's first)."""
+    idx = np.concatenate([idx_a, idx_b], axis=1)
+    dist = np.concatenate([dist_a, dist_b], axis=1)
+    order = np.argsort(dist, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(dist, order, axis=1)
