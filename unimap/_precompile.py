@@ -15,7 +15,8 @@ compiled and cached with the exact types the estimators pass. It runs
 
 Covered: the 2-D fits of UMAP, TSNE (FFT, Barnes-Hut, exact), GDR (both modes), each with
 exact and HNSW neighbours, spectral and PCA initialization (also of a disconnected graph),
-``transform`` of each, and the quality metrics; where the gpu extra and a GPU are present,
+``transform`` of each, the quality metrics and the k-means cells of the sharded kNN graph
+(500,000+ points); where the gpu extra and a GPU are present,
 also the CUDA kernels of the ``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes)
 into numba-cuda's cache. Other cases (``n_components=3``, other metrics) compile on first
 use.
@@ -81,8 +82,19 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
         ("GDR, components", disconnected(GDR(n_epochs=20, **common))),
         ("metrics", quality),
+        ("kNN cells", _knn_cells),
         ("thread affinity", _thread_affinity),
     ] + _gpu_tasks(fit_transform)
+
+
+def _knn_cells(X: np.ndarray, _labels: np.ndarray) -> None:
+    """Compile the kernel that assigns points to the kNN graph's k-means cells (fits of
+    500,000+ points, :mod:`unimap._sharded_knn`): four cells of the blobs, given centroids."""
+    from unimap._sharded_knn import ShardedHNSWIndex
+
+    index = ShardedHNSWIndex(X, 1, pca=None, centroids=X[:4])
+    index.search(index.data, 15)
+    index.search(X[:40] + np.float32(0.01), 15)
 
 
 def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:

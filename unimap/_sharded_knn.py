@@ -36,6 +36,7 @@ _SLACK = 1.0 + 1e-6  # the candidates' distances are float32
 CELL_PARTS = 3
 CELL_SELF_CANDIDATES = 20
 CELL_NEW_CANDIDATES = 24
+CELL_PROBE_CANDIDATES = 24  # per graph, for a point searched in a cell other than its home
 
 
 def cell_layout():
@@ -169,7 +170,7 @@ class ShardedHNSWIndex:
 
         def in_other(c):
             if asked[c].size:
-                found[c] = self._in_cell(c, queries[asked[c]], k)
+                found[c] = self._in_cell(c, queries[asked[c]], k, CELL_PROBE_CANDIDATES)
 
         self._map(in_other, range(len(asked)), [r.size for r in asked])
         for rows, result in zip(asked, found, strict=True):
@@ -189,8 +190,10 @@ class ShardedHNSWIndex:
         bounds = np.searchsorted(cells[order], np.arange(n_cells + 1))
         return [rows[order[bounds[c]:bounds[c + 1]]] for c in range(n_cells)]
 
-    def _in_cell(self, c: int, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` nearest points of cell ``c`` (global ids; -1 / inf past its size)."""
+    def _in_cell(self, c: int, queries: np.ndarray, k: int,
+                 per_part: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest points of cell ``c`` (global ids; -1 / inf past its size);
+        ``per_part``: candidates from each of the cell's graphs (default: its layout's)."""
         index = self.indexes[c]
         m = queries.shape[0]
         idx = np.full((m, k), -1, np.int64)
@@ -198,7 +201,7 @@ class ShardedHNSWIndex:
         if index is None:
             return idx, dist
         kk = min(k, self.members[c].size)
-        local, d = index.search(queries, kk)
+        local, d = index.search(queries, kk, per_part)
         found = local >= 0
         idx[:, :kk][found] = self.members[c][local[found]]
         dist[:, :kk][found] = d[found]

@@ -434,7 +434,10 @@ class _HNSWIndex:
         with ThreadPoolExecutor(max_workers=max(1, min(n_threads, self.n_parts))) as pool:
             self.indexes = list(pool.map(_build_hnsw, parts))
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, k: int,
+               per_part: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest indexed points of each query (see the class docstring);
+        ``per_part``: candidates from each part, instead of the layout's count."""
         from unimap._kernels.topk import add_reverse_candidates, rerank_candidates
 
         # The reverse pairs let small k search fewer candidates (2 x 30 instead of 2 x 35 at
@@ -456,7 +459,8 @@ class _HNSWIndex:
             if query_order is None:  # a query's result does not depend on the others
                 query_order = morton_order(reduced)
             ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
-        n_cand = min(layout.candidates_per_part(k, self_join),
+        n_cand = min(layout.candidates_per_part(k, self_join) if per_part is None
+                     else max(per_part, k),
                      max(ix.ntotal for ix in self.indexes))
         # faiss writes each part's local ids straight into its slice: local id l of part p is
         # Morton position p + l * n_parts (the re-ranking maps it; -1 is a missing candidate)
