@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from unimap.neighbors import NeighborIndex, morton_order, nearest_neighbors
+from unimap.neighbors import NeighborIndex, nearest_neighbors
+from unimap.ordering import morton_order
 
 
 def _brute(X, k, metric):
@@ -226,7 +227,7 @@ def test_hnsw_many_parts_layout_for_large_inputs(monkeypatch):
     pytest.importorskip("faiss")
     import pickle
 
-    import unimap.neighbors as nb
+    import unimap._hnsw as nb
 
     monkeypatch.setattr(nb, "HNSW_MANY_PARTS_MIN_ROWS", 2000)
     rng = np.random.default_rng(5)

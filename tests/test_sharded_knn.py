@@ -70,7 +70,7 @@ def test_unprobed_rows_had_no_nearer_point_elsewhere(small_cells, monkeypatch):
     beyond its k-th candidate from home has its exact neighbours at home."""
     X = _mixture(4000, 10, seed=3)
 
-    def exact_in_cell(self, c, queries, k):
+    def exact_in_cell(self, c, queries, k, per_part=None):
         ids = self.members[c]
         local, dist = NeighborIndex(method="exact").build(self.data[ids]).query(
             queries, min(k, ids.size))

@@ -3,7 +3,7 @@ validates, draws the k-means sample and calls :func:`graph_arrays`).
 
 The rows are split into ``n_shards`` shards by k-means (Lloyd's iterations on a uniform sample,
 in the client): each row's home shard is its nearest centroid. Every shard is what the
-in-memory graph of its rows would be (``unimap.neighbors._HNSWIndex``: HNSW graphs of
+in-memory graph of its rows would be (``unimap._hnsw._HNSWIndex``: HNSW graphs of
 interleaved parts, PCA candidates above 50 features re-ranked exactly, reverse pairs), built on
 one worker thread, with its rows' kNN graph among themselves. A row is then also searched in
 the other shards that can hold a row nearer than its k-th candidate from home (at most
@@ -131,7 +131,7 @@ class _Split(NamedTuple):
 class _Shard(NamedTuple):
     """One shard, on the worker that built it."""
 
-    index: Any  # unimap.neighbors._HNSWIndex of its rows, or None for an empty shard
+    index: Any  # unimap._hnsw._HNSWIndex of its rows, or None for an empty shard
     ids: np.ndarray  # (size,) int64: the global row of each shard row, ascending
     own_ids: np.ndarray  # (size, k) int32 or int64: each shard row's k nearest in the shard
     own_dist: np.ndarray  # (size, k) float32, inf where none
@@ -169,7 +169,7 @@ def _build_shard(pieces: list[tuple[np.ndarray, np.ndarray]], k: int) -> _Shard:
     """One shard from its rows' pieces in block order: the in-memory HNSW index of its rows
     (global order, one thread), and their own kNN graph in it (the in-memory graph's search,
     reverse pairs included)."""
-    from unimap.neighbors import _HNSWIndex
+    from unimap._hnsw import _HNSWIndex
 
     ids = np.concatenate([piece[1] for piece in pieces])
     if ids.size == 0:

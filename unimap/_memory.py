@@ -34,7 +34,7 @@ OPTIMIZER_BYTES = {"umap_sgd": 100, "gdr": 16, "gdr_normalized": 40, "tsne": 8}
 # faiss HNSW: vectors and level-0 links, with std::vector growth (~1.6x, RSS growth measured)
 HNSW_LINK_BYTES = 2 * 16 * 4
 HNSW_GROWTH = 1.6
-EXACT_BLOCK_BYTES = 1 << 27  # neighbors._CHUNK_BYTES; two blocks live at once
+EXACT_BLOCK_BYTES = 1 << 27  # _exact_knn._CHUNK_BYTES; two blocks live at once
 # Slack for what the allocator keeps after a free and the small arrays not counted: measured
 # peaks were 0.85-1.0 of the counted sum, so the estimate is scaled up to stay above them.
 ALLOCATOR_SLACK = 1.15
@@ -223,7 +223,7 @@ def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[i
         block = min(EXACT_BLOCK_BYTES, n * n * 4)
         return copy + 2 * block + graph * 3, copy + graph
     if method == "hnsw":
-        from unimap.neighbors import HNSW_PCA_DIM, hnsw_layout
+        from unimap._hnsw import HNSW_PCA_DIM, hnsw_layout
 
         p = min(d, HNSW_PCA_DIM)
         index = int(n * (4 * p + HNSW_LINK_BYTES) * HNSW_GROWTH)

@@ -290,15 +290,15 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
         return info
     info["data"] = store.add("index.data", index._data)
     if index.method_ == "hnsw":
-        from unimap import neighbors
+        from unimap import _hnsw
 
         hnsw, pca = index._hnsw, index._hnsw.pca
         info["hnsw"] = {
-            "n_parts": hnsw.n_parts, "M": neighbors.HNSW_M,
+            "n_parts": hnsw.n_parts, "M": _hnsw.HNSW_M,
             # the k-means cells of a sharded index (unimap._sharded_knn); absent: one index
             "cells": (None if getattr(hnsw, "centroids", None) is None else
                       store.add("index.cells.centroids", hnsw.centroids)),
-            "ef_construction": neighbors.HNSW_EF_CONSTRUCTION,
+            "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION,
             "pca": None if pca is None else {
                 "components": store.add("index.pca.components", pca.components),
                 "mean": store.add("index.pca.mean", pca.mean),
@@ -360,15 +360,15 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
 
 
 def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
-    from unimap import neighbors
+    from unimap import _hnsw
     from unimap._pca import PCAFit
     from unimap._sharded_knn import ShardedHNSWIndex, cell_layout
 
     info = _typed(info, dict)
     centroids = decode(info.get("cells"), "index.cells.centroids", arrays)
-    layout = neighbors.hnsw_layout(data.shape[0]) if centroids is None else cell_layout()
-    settings = {"n_parts": layout.n_parts, "M": neighbors.HNSW_M,
-                "ef_construction": neighbors.HNSW_EF_CONSTRUCTION}
+    layout = _hnsw.hnsw_layout(data.shape[0]) if centroids is None else cell_layout()
+    settings = {"n_parts": layout.n_parts, "M": _hnsw.HNSW_M,
+                "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION}
     stored = {k: info.get(k) for k in settings}
     if stored != settings:
         raise ValueError(f"the file's HNSW settings {stored} differ from this unimap's "
@@ -392,6 +392,6 @@ def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
             raise ValueError("index cell centroids must be float32 of shape (n_cells, "
                              "the searched space's dimension)")
         return ShardedHNSWIndex(data, n_threads, pca=pca, centroids=centroids)
-    hnsw = neighbors._HNSWIndex(data, n_threads, pca=pca)
+    hnsw = _hnsw._HNSWIndex(data, n_threads, pca=pca)
     del hnsw._ordered  # the training points' projection: recomputed on demand, as unpickled
     return hnsw

@@ -4,7 +4,7 @@ One HNSW index over many points grows more costly per point as n grows: its grap
 the caches and its searches take more hops. From ``SHARDED_MIN_ROWS`` points on, the points
 are split into cells of about ``SHARD_ROWS`` by k-means (on a strided sample, in the space
 where candidates are searched: the PCA projection of wide data), each cell gets the
-in-memory index of its rows (:class:`unimap.neighbors._HNSWIndex`, built and searched on one
+in-memory index of its rows (:class:`unimap._hnsw._HNSWIndex`, built and searched on one
 thread, the cells side by side), and a point's candidates come from its home cell. A point
 is also searched in the one other cell whose bisecting hyperplane with its home cell is
 nearest, when that hyperplane is nearer than its k-th candidate from home: every point of
@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from unimap._exact_knn import exact_query
+from unimap._hnsw import HNSWLayout, _HNSWIndex, fit_candidate_pca
 from unimap._kmeans import kmeans
 
 SHARDED_MIN_ROWS = 500_000  # from here on the kNN graph is searched in k-means cells
@@ -39,12 +41,10 @@ CELL_NEW_CANDIDATES = 24
 CELL_PROBE_CANDIDATES = 24  # per graph, for a point searched in a cell other than its home
 
 
-def cell_layout():
-    """The :class:`unimap.neighbors.HNSWLayout` of a cell's index: one graph (a cell is built
+def cell_layout() -> HNSWLayout:
+    """The :class:`unimap._hnsw.HNSWLayout` of a cell's index: one graph (a cell is built
     on one thread, so the parts that keep the unsharded graphs independent of the thread
     count are not needed)."""
-    from unimap.neighbors import HNSWLayout
-
     return HNSWLayout(CELL_PARTS, CELL_SELF_CANDIDATES, CELL_NEW_CANDIDATES)
 
 
@@ -55,7 +55,7 @@ def n_shards_for(n: int) -> int:
 
 class ShardedHNSWIndex:
     """HNSW indexes of the k-means cells of ``data`` (see the module docstring); the
-    interface of :class:`unimap.neighbors._HNSWIndex`.
+    interface of :class:`unimap._hnsw._HNSWIndex`.
 
     Parameters
     ----------
@@ -70,7 +70,6 @@ class ShardedHNSWIndex:
     def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit",
                  centroids: np.ndarray | None = None) -> None:
         from unimap._pca import project
-        from unimap.neighbors import fit_candidate_pca
 
         self.n_threads = n_threads
         self.data = data
@@ -110,8 +109,6 @@ class ShardedHNSWIndex:
         return home, (wall_cell, wall_dist)
 
     def _build_cell(self, c: int):
-        from unimap.neighbors import _HNSWIndex
-
         ids = self.members[c]
         if ids.size == 0:
             return None
@@ -208,9 +205,7 @@ class ShardedHNSWIndex:
         return idx, dist
 
     def _exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        from unimap.neighbors import _exact_query
-
-        return _exact_query(self.data, queries, k, "euclidean", None)
+        return exact_query(self.data, queries, k, "euclidean", None)
 
     def __getstate__(self) -> dict:
         return self.__dict__.copy()  # the cells' indexes serialise their faiss graphs
