@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -132,3 +134,5 @@ def test_saved_model_rebuilds_the_cells(small_cells, tmp_path):
     np.testing.assert_array_equal(model._index._hnsw.centroids, loaded._index._hnsw.centroids)
     new = X[:200] + np.float32(0.05)
     np.testing.assert_array_equal(model.transform(new), loaded.transform(new))
+    np.testing.assert_array_equal(model.transform(new),
+                                  pickle.loads(pickle.dumps(model)).transform(new))

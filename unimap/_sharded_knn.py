@@ -83,9 +83,7 @@ class ShardedHNSWIndex:
                                n_cells, KMEANS_SEED)
         self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
         self.home, self._walls = self._cells(reduced)
-        order = np.argsort(self.home, kind="stable")
-        bounds = np.searchsorted(self.home[order], np.arange(self.centroids.shape[0] + 1))
-        self.members = [order[bounds[c]:bounds[c + 1]] for c in range(len(bounds) - 1)]
+        self.members = self._group(self.home)
         self.indexes = self._map(self._build_cell, range(len(self.members)),
                                  [ids.size for ids in self.members])
 
@@ -178,14 +176,13 @@ class ShardedHNSWIndex:
             idx[short], dist[short] = self._exact(queries[short], k)
         return idx, dist
 
-    @staticmethod
-    def _group(cells: np.ndarray, rows: np.ndarray | None = None) -> list[np.ndarray]:
-        """The rows (ascending) that ask each cell, from each row's cell."""
+    def _group(self, cells: np.ndarray, rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """Per cell, the rows (ascending) whose cell in ``cells`` it is (``rows``: the ids of
+        the entries of ``cells``, default their positions)."""
         rows = np.arange(cells.size) if rows is None else rows
         order = np.argsort(cells, kind="stable")
-        n_cells = int(cells.max()) + 1 if cells.size else 0
-        bounds = np.searchsorted(cells[order], np.arange(n_cells + 1))
-        return [rows[order[bounds[c]:bounds[c + 1]]] for c in range(n_cells)]
+        bounds = np.searchsorted(cells[order], np.arange(self.centroids.shape[0] + 1))
+        return [rows[order[bounds[c]:bounds[c + 1]]] for c in range(len(bounds) - 1)]
 
     def _in_cell(self, c: int, queries: np.ndarray, k: int,
                  per_part: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -206,9 +203,6 @@ class ShardedHNSWIndex:
 
     def _exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return exact_query(self.data, queries, k, "euclidean", None)
-
-    def __getstate__(self) -> dict:
-        return self.__dict__.copy()  # the cells' indexes serialise their faiss graphs
 
 
 def _merge(idx_a: np.ndarray, dist_a: np.ndarray, idx_b: np.ndarray, dist_b: np.ndarray,
