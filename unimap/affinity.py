@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import DTypeLike
 
 from unimap._validation import check_float
 
@@ -51,13 +52,89 @@ def perplexity_neighbors(perplexity: float, n_available: int) -> int:
 
 def knn_affinities(indices: np.ndarray, values: np.ndarray, n: int) -> sp.csr_matrix:
     """Directed affinities ``values[i, c]`` on the edges ``(i, indices[i, c])`` as an
-    (m, n) CSR matrix in ``values``' dtype; repeated edges are summed."""
-    m, k = indices.shape
-    rows = np.repeat(np.arange(m, dtype=np.int64), k)
-    directed = sp.csr_matrix((np.asarray(values).ravel(), (rows, np.asarray(indices).ravel())),
-                             shape=(m, n))
-    directed.sum_duplicates()
-    return directed
+    (m, n) CSR matrix in ``values``' dtype (float32 or float64, other dtypes become float64),
+    with sorted rows; repeated edges are summed, zeros left out."""
+    from unimap._kernels.symmetrize import DIRECTED
+
+    graph = _DirectedRows(indices, values, n)
+    return graph.combined(DIRECTED, drop_self=False, compute=graph.data.dtype,
+                          out=graph.data.dtype)
+
+
+class _DirectedRows:
+    """A directed affinity matrix as CSR arrays whose rows may be unsorted and may repeat a
+    column: a kNN graph's (m, k) arrays without a copy (rows of k entries), or a CSR
+    matrix's. :meth:`combined` builds every affinity matrix of this module from it."""
+
+    def __init__(self, indices: np.ndarray, values: np.ndarray, n: int) -> None:
+        indices = np.ascontiguousarray(indices, dtype=np.int32)
+        values = np.ascontiguousarray(values)
+        if values.dtype not in (np.float32, np.float64):
+            values = values.astype(np.float64)
+        if values.shape != indices.shape:
+            raise ValueError(f"values of shape {values.shape} do not match the neighbour "
+                             f"indices of shape {indices.shape}")
+        m, k = indices.shape
+        if indices.size and (indices.min() < 0 or indices.max() >= n):
+            raise ValueError(f"neighbour indices must lie in [0, {n}); found "
+                             f"{indices.min()} to {indices.max()}")
+        self.shape = (m, n)
+        self.indptr = np.arange(0, m * k + 1, max(k, 1), dtype=np.int64)[:m + 1]
+        self.columns = indices.reshape(-1)
+        self.data = values.reshape(-1)
+
+    @classmethod
+    def of_csr(cls, matrix: sp.csr_matrix) -> _DirectedRows:
+        """The arrays of a CSR matrix, its rows sorted first where they were not (the
+        merge sorts each row by insertion, quadratic in a long unsorted row)."""
+        matrix = sp.csr_matrix(matrix)
+        if not matrix.has_sorted_indices:
+            matrix = matrix.sorted_indices()
+        rows = cls.__new__(cls)
+        rows.shape = matrix.shape
+        rows.indptr = matrix.indptr.astype(np.int64, copy=False)
+        rows.columns = matrix.indices.astype(np.int32, copy=False)
+        data = matrix.data
+        rows.data = data if data.dtype in (np.float32, np.float64) else data.astype(np.float64)
+        return rows
+
+    def combined(self, mode: int, *, drop_self: bool, compute: DTypeLike = np.float64,
+                 out: DTypeLike = np.float32, mix: float = 1.0, divisor: float = 2.0,
+                 ) -> sp.csr_matrix:
+        """The matrix combined entry by entry with its transpose (``mode`` of
+        :mod:`unimap._kernels.symmetrize`), computed in ``compute`` and stored in ``out``,
+        as CSR with sorted rows, without zeros (and without the diagonal where
+        ``drop_self``)."""
+        from unimap._kernels import symmetrize as kernels
+        from unimap._kernels.dynamic import workers
+
+        compute = np.dtype(compute).type
+        m, n = self.shape
+        transposed = mode != kernels.DIRECTED
+        if transposed and m != n:
+            raise ValueError(f"affinities must be square to symmetrise, got {self.shape}")
+        nnz = self.columns.shape[0] if transposed else 0
+        t_indptr = np.zeros(n + 1 if transposed else m + 1, dtype=np.int64)
+        t_columns = np.empty(nnz, dtype=np.int32)
+        t_data = np.empty(nnz, dtype=self.data.dtype)
+        if transposed:
+            kernels.transpose_rows(self.indptr, self.columns, self.data, t_indptr, t_columns,
+                                   t_data)
+        # mix and 1 − mix in the computing dtype, as scipy multiplied a matrix by a float
+        scalars = (mode, compute(0), compute(mix), compute(1.0 - mix), float(divisor),
+                   drop_self, workers())
+        arrays = (self.indptr, self.columns, self.data, t_indptr, t_columns, t_data)
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        kernels.combine_rows(*arrays, *scalars, indptr, np.empty(0, dtype=np.int32),
+                             np.empty(0, dtype=out))
+        np.cumsum(indptr, out=indptr)
+        columns = np.empty(indptr[-1], dtype=np.int32)
+        data = np.empty(indptr[-1], dtype=out)
+        kernels.combine_rows(*arrays, *scalars, indptr, columns, data)
+        matrix = sp.csr_matrix((data, columns, indptr), shape=self.shape)
+        matrix.has_sorted_indices = True
+        matrix.has_canonical_format = True
+        return matrix
 
 
 def joint_affinities(
@@ -88,25 +165,18 @@ def joint_affinities(
     P : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
         Without self-loops (duplicates can put a point among its own neighbours).
     """
+    from unimap._kernels.symmetrize import DIRECTED, MEAN, UNION
+
     n = indices.shape[0]
     if kind == "perplexity":
         probabilities, _ = conditional_probabilities(distances[:, 1:], perplexity)
-        directed = knn_affinities(indices[:, 1:], probabilities, n)
+        directed = _DirectedRows(indices[:, 1:], probabilities, n)
     else:
         sigmas, rhos = smooth_knn_dist(distances, distances.shape[1])
-        weights = membership_weights(indices, distances, sigmas, rhos)
-        directed = knn_affinities(indices, weights.astype(np.float64), n)
-    if symmetrization == "umap":
-        P = fuzzy_union(directed)
-    elif symmetrization == "tsne":
-        P = (directed + directed.T.tocsr()) * 0.5
-    else:
-        P = directed
-    P = sp.coo_matrix(P, dtype=np.float32)
-    keep = (P.row != P.col) & (P.data > 0)
-    P = sp.csr_matrix((P.data[keep], (P.row[keep], P.col[keep])), shape=(n, n))
-    P.sum_duplicates()
-    P.sort_indices()
+        directed = _DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
+    # in float64 whatever the memberships' dtype: P's bits as they were (scipy's float64)
+    mode = {"umap": UNION, "tsne": MEAN}.get(symmetrization, DIRECTED)
+    P = directed.combined(mode, drop_self=True, compute=np.float64)
     if normalize and P.nnz:
         P.data /= np.float32(P.data.sum(dtype=np.float64))
     return P
@@ -167,15 +237,11 @@ def fuzzy_union(directed: sp.csr_matrix, set_op_mix_ratio: float = 1.0) -> sp.cs
 
     ``set_op_mix_ratio=1`` is the fuzzy union (probabilistic t-conorm), 0 the intersection.
     """
-    transpose = directed.T.tocsr()
-    product = directed.multiply(transpose).tocsr()
-    union = directed + transpose - product
-    if set_op_mix_ratio != 1.0:  # the default 1 skips three passes over the edges
-        union = set_op_mix_ratio * union + (1.0 - set_op_mix_ratio) * product
-    result = sp.csr_matrix(union, dtype=np.float32)
-    result.eliminate_zeros()
-    result.sort_indices()
-    return result
+    from unimap._kernels.symmetrize import UNION
+
+    rows = _DirectedRows.of_csr(directed)
+    return rows.combined(UNION, drop_self=False, compute=rows.data.dtype,
+                         mix=set_op_mix_ratio)
 
 
 def fuzzy_simplicial_set(
@@ -205,10 +271,13 @@ def fuzzy_simplicial_set(
     check_float(local_connectivity, "local_connectivity", 0.0, low_inclusive=True)
     n = indices.shape[0] if n_samples is None else n_samples
     k = indices.shape[1]
+    from unimap._kernels.symmetrize import UNION
+
     sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
-    weights = membership_weights(indices, distances, sigmas, rhos)
-    directed = knn_affinities(indices, weights, n)
-    return fuzzy_union(directed, set_op_mix_ratio), sigmas, rhos
+    directed = _DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
+    graph = directed.combined(UNION, drop_self=False, compute=np.float32,
+                              mix=set_op_mix_ratio)
+    return graph, sigmas, rhos
 
 
 def conditional_probabilities(
@@ -247,12 +316,11 @@ def conditional_probabilities(
 def symmetrize_tsne(conditional: sp.csr_matrix) -> sp.csr_matrix:
     """``p_ij = (p_{j|i} + p_{i|j}) / 2n``: symmetric, summing to 1 (rows of ``conditional``
     sum to 1). Returned as float32 CSR with sorted indices."""
-    n = conditional.shape[0]
-    P = (conditional + conditional.T.tocsr()) / (2.0 * n)
-    P = sp.csr_matrix(P, dtype=np.float32)
-    P.eliminate_zeros()
-    P.sort_indices()
-    return P
+    from unimap._kernels.symmetrize import MEAN
+
+    rows = _DirectedRows.of_csr(conditional)
+    return rows.combined(MEAN, drop_self=False, compute=rows.data.dtype,
+                         divisor=2.0 * conditional.shape[0])
 
 
 def perplexity_affinities(
@@ -279,5 +347,8 @@ def perplexity_affinities(
     if indices.shape[1] < 2:
         raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
     n = indices.shape[0] if n_samples is None else n_samples
+    from unimap._kernels.symmetrize import MEAN
+
     probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
-    return symmetrize_tsne(knn_affinities(indices[:, 1:], probabilities, n)), sigmas
+    directed = _DirectedRows(indices[:, 1:], probabilities, n)
+    return directed.combined(MEAN, drop_self=False, divisor=2.0 * n), sigmas
