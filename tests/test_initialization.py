@@ -234,3 +234,22 @@ def test_small_components_batched_as_laid_out_one_by_one():
             np.testing.assert_array_equal(sub, alone / max(np.abs(alone).max(), 1e-12))
             seen.add(int(c))
     assert seen == set(range(sizes.size))
+
+
+def test_connected_components_match_scipy():
+    """The union-find numbering equals scipy's (by smallest vertex), edges taken as
+    undirected, on random directed graphs with many components and self-loops."""
+    from scipy.sparse.csgraph import connected_components as scipy_components
+
+    from unimap.initialization import connected_components
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(1, 300))
+        m = int(rng.integers(0, 2 * n))
+        graph = sp.csr_matrix((np.ones(m), (rng.integers(0, n, m), rng.integers(0, n, m))),
+                              shape=(n, n))
+        count, labels = connected_components(graph)
+        expected_count, expected = scipy_components(graph, directed=False)
+        assert count == expected_count
+        np.testing.assert_array_equal(labels, expected)

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from unimap._random import spawn_seeds, spawned_seeds_at
 from unimap._validation import check_array
@@ -203,7 +202,7 @@ def spectral_init(
     """
     solver_seed, noise_seed, layout_seed = spawn_seeds(seed, 3)
     graph = sp.csr_matrix(graph)
-    n_comp, labels = connected_components(graph, directed=False)
+    n_comp, labels = connected_components(graph)
     info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
                             "fallback": None}
     if n_comp == 1:
@@ -223,6 +222,17 @@ def spectral_init(
     layout = _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
                               data)
     return _expand(layout, noise_seed), info
+
+
+def connected_components(graph: sp.csr_matrix) -> tuple[int, np.ndarray]:
+    """The connected components of a graph, its edges taken as undirected: their count, and
+    each vertex's component (int32, numbered by smallest vertex, as scipy's
+    ``connected_components(graph, directed=False)``)."""
+    from unimap._kernels.components import weak_components
+
+    labels = np.empty(graph.shape[0], dtype=np.int32)
+    n_comp = weak_components(graph.indptr, graph.indices, labels)
+    return int(n_comp), labels
 
 
 def _expand(layout: np.ndarray, seed: int, max_coord: float = 10.0) -> np.ndarray:

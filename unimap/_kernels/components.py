@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)
@@ -17,3 +18,36 @@ def add_rows_by_label(labels, rows, sums):
         c = labels[p]
         for j in range(rows.shape[1]):
             sums[c, j] += rows[p, j]
+
+
+@numba.njit(inline="always", cache=True)
+def _root(parent, i):
+    """The root of i's tree, halving the path on the way."""
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@numba.njit(cache=True)
+def weak_components(indptr, indices, labels):
+    """Connected components of a graph, its edges taken as undirected, by union-find over
+    the CSR edges (scipy transposes the graph first: 1.15 s of the 1M mixture's 5 s of
+    spectral init). Components are numbered in the order of their smallest vertex, as
+    scipy numbers them; returns their count."""
+    n = labels.shape[0]
+    parent = np.arange(n)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            a, b = _root(parent, i), _root(parent, indices[p])
+            if a != b:  # the larger index hangs below the smaller
+                parent[max(a, b)] = min(a, b)
+    count = 0
+    for i in range(n):  # a root is its component's smallest vertex, so it comes first
+        root = _root(parent, i)
+        if root == i:
+            labels[i] = count
+            count += 1
+        else:
+            labels[i] = labels[root]
+    return count
