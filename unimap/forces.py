@@ -157,9 +157,11 @@ def gdr_edge_arrays(P: sp.csr_matrix, symmetric_attraction: bool, directed: bool
     (empty otherwise), and the factor on the row attraction; with ``order``, of
     ``P[order][:, order]`` (points relabelled). ``directed``: P is not symmetric."""
     if order is not None:
-        P = P[order][:, order]
-        P.sort_indices()
-    edges = (P.indptr.astype(np.int64), P.indices.astype(np.int32), P.data.astype(np.float32))
+        from unimap.ordering import relabelled
+
+        P = relabelled(P, order, sort_rows=True, dtype=np.float32)
+    edges = (P.indptr.astype(np.int64, copy=False), P.indices.astype(np.int32, copy=False),
+             P.data.astype(np.float32, copy=False))
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
     if not symmetric_attraction:
         return edges, empty, 1.0

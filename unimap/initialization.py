@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from unimap._random import spawn_seeds, spawned_seeds_at
 from unimap._validation import check_array
+from unimap.ordering import relabelled
 
 __all__ = [
     "initialize",
@@ -315,7 +316,7 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     # block is then a slice. (graph[members][:, members] per component cost O(n) each: MNIST
     # upsampled to 1M rows has 69,717 components.) Members stay in ascending order, so each
     # block holds the same entries in the same order as before.
-    grouped = graph[order][:, order]
+    grouped = relabelled(graph, order)
     laid_out = sizes > n_components + 1
     dense = np.flatnonzero(laid_out & (sizes <= _DENSE_EIGH_MAX))
     large = np.flatnonzero(laid_out & (sizes > _DENSE_EIGH_MAX))

@@ -16,7 +16,7 @@ from unimap._threads import (
     numba_threads,
     spread_threads,
 )
-from unimap.ordering import in_input_order, locality_order
+from unimap.ordering import in_input_order, locality_order, relabelled
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
 
@@ -171,7 +171,7 @@ def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):
     threads: edges crossing the middle of the point range 0.49 -> 0.07, SGD 5.8 -> 3.9 s
     while cache lines were slow to move between cores)."""
     relabel = locality_order(emb)
-    return np.ascontiguousarray(emb[relabel]), graph[relabel][:, relabel], relabel
+    return np.ascontiguousarray(emb[relabel]), relabelled(graph, relabel), relabel
 
 
 def _in_original_order(callback: Callable[[int, np.ndarray], None], relabel: np.ndarray):

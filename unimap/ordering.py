@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["morton_order", "locality_order", "in_input_order"]
+__all__ = ["morton_order", "locality_order", "in_input_order", "relabelled"]
 
 
 def morton_order(points: np.ndarray, n_dims: int = 3, bits: int = 10) -> np.ndarray:
@@ -37,3 +38,27 @@ def in_input_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
     unordered = np.empty_like(rows)
     unordered[order] = rows
     return unordered
+
+
+def relabelled(matrix: sp.csr_matrix, order: np.ndarray, sort_rows: bool = False,
+               dtype: np.dtype | None = None) -> sp.csr_matrix:
+    """``matrix[order][:, order]`` for a permutation ``order`` of its points: the same
+    entries in the same order as scipy's indexing gives (sorted by column within each row
+    with ``sort_rows``), in one parallel pass; data in ``dtype`` (default: the matrix's)."""
+    from unimap._kernels.dynamic import workers
+    from unimap._kernels.relabel import permute_rows
+
+    matrix = sp.csr_matrix(matrix)
+    n = matrix.shape[0]
+    if matrix.shape != (n, n) or order.shape != (n,):
+        raise ValueError(f"relabelling needs a square matrix and one label per point, got "
+                         f"{matrix.shape} and {order.shape}")
+    indptr = np.empty(n + 1, dtype=np.int64)
+    indices = np.empty(matrix.nnz, dtype=np.int32)
+    data = np.empty(matrix.nnz, dtype=matrix.dtype if dtype is None else dtype)
+    permute_rows(matrix.indptr, matrix.indices, matrix.data, np.asarray(order, np.int64),
+                 sort_rows, workers(), indptr, indices, data)
+    out = sp.csr_matrix((data, indices, indptr), shape=(n, n))
+    if sort_rows:
+        out.has_sorted_indices = True
+    return out

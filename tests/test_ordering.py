@@ -1,0 +1,38 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from unimap.ordering import relabelled
+
+
+@pytest.mark.parametrize("sort_rows", [False, True])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_relabelled_is_scipys_indexing(sort_rows, index_dtype):
+    """Rows short and long (insertion sort and argsort), unsorted input rows, empty rows."""
+    rng = np.random.default_rng(0)
+    n = 300
+    dense = rng.random((n, n)) * (rng.random((n, n)) < 0.05)
+    dense[7] = rng.random(n)  # a row longer than the insertion sort's limit
+    dense[11] = 0
+    matrix = sp.csr_matrix(dense.astype(np.float32))
+    shuffled = rng.permutation(matrix.indptr[1] - matrix.indptr[0])
+    matrix.indices[:shuffled.size] = matrix.indices[shuffled]
+    matrix.data[:shuffled.size] = matrix.data[shuffled]
+    matrix.has_sorted_indices = False
+    matrix.indptr = matrix.indptr.astype(index_dtype)
+    matrix.indices = matrix.indices.astype(index_dtype)
+    order = rng.permutation(n)
+    ours = relabelled(matrix, order, sort_rows=sort_rows)
+    expected = matrix[order][:, order]
+    if sort_rows:
+        expected.sort_indices()
+    np.testing.assert_array_equal(ours.indptr, expected.indptr)
+    np.testing.assert_array_equal(ours.indices, expected.indices)
+    np.testing.assert_array_equal(ours.data, expected.data)
+    assert ours.dtype == np.float32
+    assert relabelled(matrix, order, dtype=np.float64).dtype == np.float64
+
+
+def test_relabelled_rejects_mismatched_order():
+    with pytest.raises(ValueError, match="one label per point"):
+        relabelled(sp.eye(4, format="csr"), np.arange(3))
