@@ -10,6 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+_BLOCK = 1024  # rows per parallel iteration, which share one scratch row
+
 
 @numba.njit(inline="always", cache=True)
 def _sq_dist_to(points, i, centroids, c):
@@ -32,18 +34,22 @@ def nearest_cells(points, centroids, gaps, home, wall_cell, wall_dist):
     from x, and every point of cell s lies beyond it.
     """
     n_cells = centroids.shape[0]
-    for i in numba.prange(points.shape[0]):
-        best, best_d2 = 0, np.inf
-        for c in range(n_cells):
-            d2 = _sq_dist_to(points, i, centroids, c)
-            if d2 < best_d2:
-                best, best_d2 = c, d2
-        near, near_d = -1, np.inf
-        for c in range(n_cells):
-            if c != best and gaps[best, c] > 0.0:
-                d = (_sq_dist_to(points, i, centroids, c) - best_d2) / (2.0 * gaps[best, c])
-                if d < near_d:
-                    near, near_d = c, d
-        home[i] = best
-        wall_cell[i] = near
-        wall_dist[i] = near_d
+    n = points.shape[0]
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for block in numba.prange(n_blocks):
+        d2 = np.empty(n_cells)  # a row's squared distances, computed once for both loops
+        for i in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
+            best, best_d2 = 0, np.inf
+            for c in range(n_cells):
+                d2[c] = _sq_dist_to(points, i, centroids, c)
+                if d2[c] < best_d2:
+                    best, best_d2 = c, d2[c]
+            near, near_d = -1, np.inf
+            for c in range(n_cells):
+                if c != best and gaps[best, c] > 0.0:
+                    d = (d2[c] - best_d2) / (2.0 * gaps[best, c])
+                    if d < near_d:
+                        near, near_d = c, d
+            home[i] = best
+            wall_cell[i] = near
+            wall_dist[i] = near_d
