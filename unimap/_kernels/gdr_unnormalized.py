@@ -44,8 +44,10 @@ def _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_da
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+def _umap_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                  attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
+    """Row i's 2-D force into ``F[out_row]`` (``out_row`` = i, or a worker's scratch row when
+    the forces are not kept: :mod:`unimap._kernels.gdr_epochs`)."""
     n = Y.shape[0]
     y0 = Y[i, 0]
     y1 = Y[i, 1]
@@ -69,12 +71,13 @@ def _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, us
                 g0, g1 = _umap_repel_2d(Y, y0, y1, _negative(repeat_hash, e, i, n), a, b, eps)
                 r0 += g0
                 r1 += g1
-    F[i, 0] = f0 + rep_weight * r0
-    F[i, 1] = f1 + rep_weight * r1
+    F[out_row, 0] = f0 + rep_weight * r0
+    F[out_row, 1] = f1 + rep_weight * r1
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                        use_t,
                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, pool):
     """:func:`_umap_row_2d` with its negative samples drawn from ``pool``, the positions of
     the row block's pool points (see :func:`fill_pool`); ``rep_weight`` is already scaled by
@@ -98,8 +101,8 @@ def _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_d
             g0, g1 = _umap_repel_2d(pool, y0, y1, slot, a, b, eps)
             r0 += g0
             r1 += g1
-    F[i, 0] = f0 + rep_weight * r0
-    F[i, 1] = f1 + rep_weight * r1
+    F[out_row, 0] = f0 + rep_weight * r0
+    F[out_row, 1] = f1 + rep_weight * r1
 
 
 @numba.njit(inline="always", cache=True)
@@ -235,14 +238,14 @@ def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t
             if n_pool > 0:
                 fill_pool(Y, pool, epoch_hash, block)
                 for i in rows:
-                    _umap_row_2d_pooled(Y, F, i, indptr, indices, data, t_indptr, t_indices,
-                                        t_data, use_t, attr_scale, n_negatives, rep_weight, a,
-                                        b, eps, epoch_hash, pool)
+                    _umap_row_2d_pooled(Y, F, i, i, indptr, indices, data, t_indptr,
+                                        t_indices, t_data, use_t, attr_scale, n_negatives,
+                                        rep_weight, a, b, eps, epoch_hash, pool)
                     _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             else:
                 for i in rows:
-                    _umap_row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
-                                 use_t, attr_scale, n_negatives, rep_weight, a, b, eps,
+                    _umap_row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices,
+                                 t_data, use_t, attr_scale, n_negatives, rep_weight, a, b, eps,
                                  epoch_hash, exhaustive)
                     _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             block = claim(next_block)
