@@ -55,9 +55,10 @@ def nearest_centroids(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 
 def _sq_distances(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """(n, c) squared distances, each row's summed on its own (the same bits in any block)."""
+    """(n, c) squared distances in ``points``' dtype, each row's summed on its own in
+    float64 (the same bits in any block)."""
+    from unimap._kernels.cells import sq_distances
+
     out = np.empty((points.shape[0], centroids.shape[0]), dtype=points.dtype)
-    for c, centroid in enumerate(centroids):
-        diff = points - centroid
-        out[:, c] = np.einsum("ij,ij->i", diff, diff)
+    sq_distances(points, np.ascontiguousarray(centroids.T, dtype=np.float64), out)
     return out

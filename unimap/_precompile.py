@@ -88,10 +88,12 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
 
 
 def _knn_cells(X: np.ndarray, _labels: np.ndarray) -> None:
-    """Compile the kernel that assigns points to the kNN graph's k-means cells (fits of
-    500,000+ points, :mod:`unimap._sharded_knn`): four cells of the blobs, given centroids."""
+    """Compile the kernels of the kNN graph's k-means cells (fits of 500,000+ points,
+    :mod:`unimap._sharded_knn`): the k-means, and the cells of the blobs and of new points."""
+    from unimap._kmeans import kmeans
     from unimap._sharded_knn import ShardedHNSWIndex
 
+    kmeans(X, 4, 0)  # its distance kernel, as the fits' k-means (float32 rows) calls it
     index = ShardedHNSWIndex(X, 1, pca=None, centroids=X[:4])
     index.search(index.data, 15)
     index.search(X[:40] + np.float32(0.01), 15)

@@ -53,3 +53,24 @@ def nearest_cells(points, centroids, gaps, home, wall_cell, wall_dist):
             home[i] = best
             wall_cell[i] = near
             wall_dist[i] = near_d
+
+
+@numba.njit(cache=True, nogil=True)
+def sq_distances(points, centroids_t, out):
+    """``out[i, c]`` ← the squared distance from row i of ``points`` to centroid c (column c
+    of ``centroids_t``, float64 (d, c)), summed in float64 over the features in order: each
+    row on its own, so the same bits in any block. The inner loop runs over the centroids,
+    which vectorises without reordering any sum. Serial (k-means runs on one thread);
+    without the (n, d) temporary per centroid that numpy's broadcast made (20,000 x 50
+    points, 40 centroids: 0.81 of k-means' 0.93 s)."""
+    n_cells = centroids_t.shape[1]
+    acc = np.empty(n_cells)
+    for i in range(points.shape[0]):
+        acc[:] = 0.0
+        for j in range(points.shape[1]):
+            x = np.float64(points[i, j])
+            for c in range(n_cells):
+                diff = x - centroids_t[j, c]
+                acc[c] += diff * diff
+        for c in range(n_cells):
+            out[i, c] = acc[c]
