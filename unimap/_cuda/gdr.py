@@ -41,7 +41,7 @@ def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t
     """One epoch, thread i computing row i's forces and step (see the module docstring)."""
     i = cuda.grid(1)
     if i < Y.shape[0]:
-        _row_2d(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+        _row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, False)
         _step(Y, Y_out, F, V, i, clip, lr, momentum)
 
