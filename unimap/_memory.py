@@ -31,7 +31,7 @@ __all__ = ["MemoryEstimate", "InsufficientMemoryError", "available_memory", "par
 AFFINITY_BYTES = {"fuzzy": (80, 28), "perplexity": (64, 14)}
 SPECTRAL_INIT_BYTES = 40
 # umap_sgd 100 -> 108: UMAP's fit of the 1M mixture peaked at 3150 MiB against an estimate of
-# 3085 (benchmarks/results/scale_umap.md, 2026-11-26); now 3223.
+# 3085 (benchmarks/results/scale_umap.md, 2026-11-26); now about 3217 (+8 B x 15M edges x 1.15).
 OPTIMIZER_BYTES = {"umap_sgd": 108, "gdr": 16, "gdr_normalized": 40, "tsne": 8}
 # faiss HNSW: vectors and level-0 links, with std::vector growth (~1.6x, RSS growth measured)
 HNSW_LINK_BYTES = 2 * 16 * 4
