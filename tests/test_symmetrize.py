@@ -171,3 +171,9 @@ def test_same_bits_for_any_thread_count(graph):
         with numba_threads(n_threads):
             results.append(joint_affinities(indices, distances, "fuzzy", "umap", False))
     _assert_same(results[0], results[1])
+
+
+def test_knn_affinities_of_no_neighbours_is_empty():
+    P = knn_affinities(np.zeros((3, 0), np.int32), np.zeros((3, 0)), 3)
+    assert P.shape == (3, 3) and P.nnz == 0
+    np.testing.assert_array_equal(P.indptr, [0, 0, 0, 0])

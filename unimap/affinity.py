@@ -79,7 +79,7 @@ class _DirectedRows:
             raise ValueError(f"neighbour indices must lie in [0, {n}); found "
                              f"{indices.min()} to {indices.max()}")
         self.shape = (m, n)
-        self.indptr = np.arange(0, m * k + 1, max(k, 1), dtype=np.int64)[:m + 1]
+        self.indptr = np.arange(m + 1, dtype=np.int64) * k
         self.columns = indices.reshape(-1)
         self.data = values.reshape(-1)
 
