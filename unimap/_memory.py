@@ -27,8 +27,12 @@ __all__ = ["MemoryEstimate", "InsufficientMemoryError", "available_memory", "par
            "check_memory", "format_bytes", "input_copy_estimate", "neighbors_bytes",
            "fft_grid_bytes", "MemoryProfile", "pipeline_estimate"]
 
-# bytes per kNN edge (n * n_neighbors): (allocated while the phase runs, kept after it)
-AFFINITY_BYTES = {"fuzzy": (80, 28), "perplexity": (64, 14)}
+# bytes per kNN edge (n * n_neighbors): (allocated while the phase runs, kept after it).
+# The phase's numba kernels (_kernels/symmetrize.py), measured on random kNN graphs (P of
+# 1.9 entries per edge, more than real graphs' 1.7): peak RSS above the start 29.2 (GDR),
+# 36.5 (UMAP, 300,000 x 15) and 39.3 bytes per edge (t-SNE, 100,000 x 91), with 20% margin.
+# (scipy's sparse algebra needed 80 and 64.)
+AFFINITY_BYTES = {"fuzzy": (44, 28), "perplexity": (48, 14)}
 SPECTRAL_INIT_BYTES = 40
 # umap_sgd 100 -> 108: UMAP's fit of the 1M mixture peaked at 3150 MiB against an estimate of
 # 3085 (benchmarks/results/scale_umap.md, 2026-11-26); now about 3217 (+8 B x 15M edges x 1.15).
