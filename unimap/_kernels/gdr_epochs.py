@@ -134,34 +134,30 @@ def umap_epochs_2d(Y, F, V, indptr, indices, data, t_indptr, t_indices, t_data, 
                 epoch_hash = hash_combine(seed_hash, np.int64(epoch))
                 rows = range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK))
                 Y_in, Y_out, F_e, V_in, V_out = Y[src], Y[dst], F[src], V[src], V[dst]
+                # Forces are kept only for the chunk's last epoch (the caller's guard reads
+                # them); the others pass through the worker's own row of ``scratch``, which
+                # stays in cache (1M points: 8 MB fewer written per epoch), by the same
+                # stores and loads, so the same arithmetic.
+                last = e == n_epochs - 1
+                forces = F_e if last else scratch
+                own = 16 * worker
                 if n_pool > 0:
                     fill_pool(Y_in, pool, epoch_hash, block)
-                if n_pool > 0 and e < n_epochs - 1:
-                    # Forces are kept only for the chunk's last epoch (the caller's guard
-                    # reads them); the others pass through the worker's own row of
-                    # ``scratch``, which stays in cache (1M points: 8 MB fewer written per
-                    # epoch), by the same stores and loads, so the same arithmetic. (Two
-                    # loops, not one over a chosen array: numba's parallel region crashed
-                    # on the choice.)
-                    own = 16 * worker
                     for i in rows:
-                        _umap_row_2d_pooled(Y_in, scratch, own, i, indptr, indices, data,
+                        out_row = i if last else own
+                        _umap_row_2d_pooled(Y_in, forces, out_row, i, indptr, indices, data,
                                             t_indptr, t_indices, t_data, use_t, attr_scale,
                                             n_negatives, rep_weight, a, b, eps, epoch_hash, pool)
-                        _step(Y_in, Y_out, scratch, own, V_in, V_out, i, clip, rates[e],
+                        _step(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip, rates[e],
                               momentum)
-                elif n_pool > 0:
-                    for i in rows:
-                        _umap_row_2d_pooled(Y_in, F_e, i, i, indptr, indices, data, t_indptr,
-                                            t_indices, t_data, use_t, attr_scale, n_negatives,
-                                            rep_weight, a, b, eps, epoch_hash, pool)
-                        _step(Y_in, Y_out, F_e, i, V_in, V_out, i, clip, rates[e], momentum)
                 else:
                     for i in rows:
-                        _umap_row_2d(Y_in, F_e, i, i, indptr, indices, data, t_indptr,
+                        out_row = i if last else own
+                        _umap_row_2d(Y_in, forces, out_row, i, indptr, indices, data, t_indptr,
                                      t_indices, t_data, use_t, attr_scale, n_negatives,
                                      rep_weight, a, b, eps, epoch_hash, False)
-                        _step(Y_in, Y_out, F_e, i, V_in, V_out, i, clip, rates[e], momentum)
+                        _step(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip, rates[e],
+                              momentum)
                 # the first to finish a block counts it; the last block's finisher moves on
                 if (atomic_cas(finished, e * n_blocks + block, 0, 1)
                         and atomic_add(finished_count, e, 1) == n_blocks - 1):
