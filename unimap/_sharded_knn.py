@@ -104,7 +104,8 @@ class ShardedHNSWIndex:
         home, wall_cell = np.empty(n, np.int32), np.empty(n, np.int32)
         wall_dist = np.empty(n, np.float64)
         with numba_threads(self.n_threads):
-            nearest_cells(np.ascontiguousarray(reduced, dtype=np.float32), cents, gaps, home,
+            nearest_cells(np.ascontiguousarray(reduced, dtype=np.float32),
+                          np.ascontiguousarray(cents.T), gaps, home,
                           wall_cell, wall_dist)
         return home, (wall_cell, wall_dist)
 
