@@ -36,3 +36,9 @@ def test_relabelled_is_scipys_indexing(sort_rows, index_dtype):
 def test_relabelled_rejects_mismatched_order():
     with pytest.raises(ValueError, match="one label per point"):
         relabelled(sp.eye(4, format="csr"), np.arange(3))
+
+
+@pytest.mark.parametrize("order", [[0, 1, 1, 3], [0, 1, 2, 4], [-1, 0, 1, 2]])
+def test_relabelled_rejects_what_is_not_a_permutation(order):
+    with pytest.raises(ValueError, match="permutation"):
+        relabelled(sp.eye(4, format="csr"), np.array(order))

@@ -267,12 +267,12 @@ def fuzzy_simplicial_set(
     graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32, symmetric
     sigmas, rhos : ndarrays of shape (n_samples,)
     """
+    from unimap._kernels.symmetrize import UNION
+
     check_float(set_op_mix_ratio, "set_op_mix_ratio", 0.0, 1.0)
     check_float(local_connectivity, "local_connectivity", 0.0, low_inclusive=True)
     n = indices.shape[0] if n_samples is None else n_samples
     k = indices.shape[1]
-    from unimap._kernels.symmetrize import UNION
-
     sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
     directed = _DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
     graph = directed.combined(UNION, drop_self=False, compute=np.float32,
@@ -344,11 +344,11 @@ def perplexity_affinities(
         ``(p_{j|i} + p_{i|j}) / 2n``, symmetric, sums to 1.
     sigmas : ndarray of shape (n_samples,)
     """
+    from unimap._kernels.symmetrize import MEAN
+
     if indices.shape[1] < 2:
         raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
     n = indices.shape[0] if n_samples is None else n_samples
-    from unimap._kernels.symmetrize import MEAN
-
     probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
     directed = _DirectedRows(indices[:, 1:], probabilities, n)
     return directed.combined(MEAN, drop_self=False, divisor=2.0 * n), sigmas

@@ -50,14 +50,20 @@ def relabelled(matrix: sp.csr_matrix, order: np.ndarray, sort_rows: bool = False
 
     matrix = sp.csr_matrix(matrix)
     n = matrix.shape[0]
+    order = np.asarray(order, dtype=np.int64)
     if matrix.shape != (n, n) or order.shape != (n,):
         raise ValueError(f"relabelling needs a square matrix and one label per point, got "
                          f"{matrix.shape} and {order.shape}")
+    # the kernel indexes with it unchecked: a repeated or out-of-range label would read
+    # outside the arrays
+    if n and (order.min() < 0 or order.max() >= n
+              or np.bincount(order, minlength=n).max() > 1):
+        raise ValueError("relabelling needs a permutation of the points' indices")
     indptr = np.empty(n + 1, dtype=np.int64)
     indices = np.empty(matrix.nnz, dtype=np.int32)
     data = np.empty(matrix.nnz, dtype=matrix.dtype if dtype is None else dtype)
-    permute_rows(matrix.indptr, matrix.indices, matrix.data, np.asarray(order, np.int64),
-                 sort_rows, workers(), indptr, indices, data)
+    permute_rows(matrix.indptr, matrix.indices, matrix.data, order, sort_rows, workers(), indptr,
+                 indices, data)
     out = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     if sort_rows:
         out.has_sorted_indices = True
