@@ -27,6 +27,7 @@ import numpy as np
 from unimap._exact_knn import exact_query
 from unimap._hnsw import HNSWLayout, _HNSWIndex, fit_candidate_pca
 from unimap._kmeans import kmeans
+from unimap._threads import numba_threads
 
 SHARDED_MIN_ROWS = 500_000  # from here on the kNN graph is searched in k-means cells
 SHARD_ROWS = 25_000  # points per cell, on average
@@ -96,7 +97,6 @@ class ShardedHNSWIndex:
 
     def _cells(self, reduced: np.ndarray) -> tuple[np.ndarray, tuple]:
         from unimap._kernels.cells import nearest_cells
-        from unimap._threads import numba_threads
 
         cents = self.centroids.astype(np.float64)
         gaps = np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
@@ -137,6 +137,7 @@ class ShardedHNSWIndex:
         """The ``k`` nearest indexed points of each query: ids (int64) and euclidean
         distances (float32), ascending; for the indexed points themselves (``queries is
         self.data``), each point is among its own results."""
+        from unimap._kernels.knn_rows import merge_into_rows
         from unimap._pca import project
 
         self_join = queries is self.data
@@ -171,9 +172,10 @@ class ShardedHNSWIndex:
                 found[c] = self._in_cell(c, queries[asked[c]], k, CELL_PROBE_CANDIDATES)
 
         self._map(in_other, range(len(asked)), [r.size for r in asked])
-        for rows, result in zip(asked, found, strict=True):
-            if result is not None:
-                idx[rows], dist[rows] = _merge(idx[rows], dist[rows], *result, k)
+        with numba_threads(self.n_threads):
+            for rows, result in zip(asked, found, strict=True):
+                if result is not None:  # the two cells' candidates (disjoint), home first
+                    merge_into_rows(idx, dist, rows, *result)
         short = np.flatnonzero(~full)
         if short.size:
             idx[short], dist[short] = self._exact(queries[short], k)
@@ -207,12 +209,3 @@ class ShardedHNSWIndex:
     def _exact(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return exact_query(self.data, queries, k, "euclidean", None)
 
-
-def _merge(idx_a: np.ndarray, dist_a: np.ndarray, idx_b: np.ndarray, dist_b: np.ndarray,
-           k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest of two candidate lists per row (disjoint: two cells), ties in the
-    order given (the home cell's first)."""
-    idx = np.concatenate([idx_a, idx_b], axis=1)
-    dist = np.concatenate([dist_a, dist_b], axis=1)
-    order = np.argsort(dist, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(dist, order, axis=1)

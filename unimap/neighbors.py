@@ -91,21 +91,18 @@ def _finish_distances(dist: np.ndarray, metric: str) -> np.ndarray:
 
 def _with_self_first(idx: np.ndarray, dist: np.ndarray, k: int,
                      self_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Put each point itself (distance 0) in column 0, followed by its nearest others.
-    ``self_ids``: each row's own index (default: the row number)."""
+    """Put each point itself (distance 0) in column 0, followed by its nearest others:
+    int32 ids and float32 distances. ``self_ids``: each row's own index (default: the row
+    number). Rows hold k-1 "others" after dropping self; when self was missing (exact
+    duplicates tie at distance 0) the backend's k-1 nearest are kept."""
+    from unimap._kernels.knn_rows import self_first_rows
+
     n = idx.shape[0]
+    if idx.shape[1] < k - 1:
+        raise ValueError(f"{idx.shape[1]} neighbours per row, {k - 1} needed besides self")
     if self_ids is None:
         self_ids = np.arange(n)
-    out_idx = np.empty((n, k), dtype=np.int32)
-    out_dist = np.zeros((n, k), dtype=np.float32)
-    out_idx[:, 0] = self_ids
-    others = idx != self_ids[:, None]
-    # Rows hold k-1 "others" after dropping self; when self was missing (exact duplicates
-    # tie at distance 0) the backend's k-1 nearest are kept.
-    order = np.argsort(~others, axis=1, kind="stable")[:, : k - 1]
-    out_idx[:, 1:] = np.take_along_axis(idx, order, axis=1)
-    out_dist[:, 1:] = np.take_along_axis(dist, order, axis=1)
-    return out_idx, out_dist
+    return self_first_rows(idx, dist, k, self_ids)
 
 
 class NeighborIndex:
@@ -248,8 +245,10 @@ class NeighborIndex:
         if self.method_ == "exact":
             idx, dist = _pad_self(idx, dist)
         else:
-            idx, dist = _with_self_first(idx, dist, k)
-        return KNNGraph(idx.astype(np.int32), dist.astype(np.float32), self.metric, self.method_)
+            with numba_threads(self.n_threads_):
+                idx, dist = _with_self_first(idx, dist, k)
+        return KNNGraph(idx.astype(np.int32, copy=False), dist.astype(np.float32, copy=False),
+                        self.metric, self.method_)
 
     def query(self, Y: np.ndarray, n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
         """k nearest indexed points of each row of ``Y`` (new points; no self to skip).
