@@ -36,12 +36,12 @@ def prune_graph(graph: sp.csr_matrix, n_epochs: int,
 def epochs_per_sample(weights: np.ndarray, n_epochs: int,
                       max_weight: float | None = None) -> np.ndarray:
     """Sampling period of each edge: an edge of weight ``max_weight`` (default: the
-    heaviest) is sampled every epoch."""
-    result = np.full(weights.shape[0], -1.0, dtype=np.float64)
-    n_samples = n_epochs * (weights / (weights.max() if max_weight is None else max_weight))
-    positive = n_samples > 0
-    result[positive] = float(n_epochs) / n_samples[positive]
-    return result
+    heaviest) is sampled every epoch; -1 for an edge of weight 0 (never sampled)."""
+    from unimap._kernels.umap_sgd import sampling_periods
+
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    top = (weights.max() if weights.size else 1.0) if max_weight is None else max_weight
+    return sampling_periods(weights, np.float64(n_epochs), np.float64(top))
 
 
 def umap_sgd(
@@ -154,7 +154,7 @@ def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
     and per negative sample, next epoch of each): when fitting, the edges grouped in classes
     that no two threads write at once (heads, tails, class_ptr); else the CSR rows."""
     indptr = graph.indptr.astype(np.int64)
-    indices = graph.indices.astype(np.int32)
+    indices = graph.indices.astype(np.int32, copy=False)
     eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
     if fitting:
         heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
@@ -191,15 +191,10 @@ def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
     class_ptr : int64 array, class ``c`` is ``[class_ptr[c], class_ptr[c + 1])``
     order : positions of the class-ordered edges in the CSR edge list
     """
-    from unimap._kernels.edge_coloring import greedy_edge_coloring
+    from unimap._kernels.edge_coloring import edges_by_class, greedy_edge_coloring
 
     colors, n_colors = greedy_edge_coloring(indptr, indices, n_vertices)
-    order = np.argsort(colors, kind="stable")
-    csr_heads = np.repeat(np.arange(n_vertices, dtype=np.int32), np.diff(indptr))
-    class_ptr = np.zeros(n_colors + 1, dtype=np.int64)
-    np.cumsum(np.bincount(colors, minlength=n_colors), out=class_ptr[1:])
-    return (np.ascontiguousarray(csr_heads[order]), np.ascontiguousarray(indices[order]),
-            class_ptr, order)
+    return edges_by_class(indptr, indices, colors, n_colors)
 
 
 FULL_BATCH_CLIP = 4.0  # per-coordinate clip of a point's summed force (UMAP's clip)

@@ -35,6 +35,19 @@ SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking th
 EDGE_BLOCK = 512  # edges per block that a worker claims (unimap._kernels.dynamic)
 
 
+@numba.njit(cache=True)
+def sampling_periods(weights, n_epochs, max_weight):
+    """Epochs between two samples of each edge, ``n_epochs / (n_epochs · w / max_weight)``
+    (umap-learn's expression, evaluated in the same order), or -1 where that is not
+    positive. One pass: the numpy form's temporaries cost 2 s at 25M edges, most of it the
+    host's zeroing of fresh pages."""
+    out = np.empty(weights.shape[0], dtype=np.float64)
+    for e in range(weights.shape[0]):
+        n_samples = n_epochs * (weights[e] / max_weight)
+        out[e] = n_epochs / n_samples if n_samples > 0 else -1.0
+    return out
+
+
 @numba.njit(inline="always", cache=True)
 def _clip(x):
     # Branch-free (a mispredicted clip branch cost ~20% of the SGD's time on MNIST). The
