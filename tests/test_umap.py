@@ -294,3 +294,37 @@ def test_sgd_relabelling_keeps_rows_in_input_order():
                    callback=lambda epoch, emb: seen.append(emb.copy()))
     np.testing.assert_array_equal(seen[-1], out)
     assert not np.array_equal(out, init)
+
+
+def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(monkeypatch):
+    # Large fits draw each edge block's negatives from a pool (unimap.optimize.
+    # POOLED_NEGATIVES_MIN_ROWS); lowered here so that a small input takes that path.
+    import unimap.optimize as optimize
+
+    rng = np.random.default_rng(3)
+    centres = rng.uniform(-10, 10, size=(8, 10))
+    X = (centres[rng.integers(0, 8, 6000)] + rng.standard_normal((6000, 10))).astype(np.float32)
+
+    def fit(n_jobs):
+        return UMAP(random_state=1, n_jobs=n_jobs, n_epochs=20,
+                    knn_method="exact").fit_transform(X)
+
+    per_sample = fit(2)
+    monkeypatch.setattr(optimize, "POOLED_NEGATIVES_MIN_ROWS", 1000)
+    pooled = [fit(j) for j in (1, 2, 3)]
+    np.testing.assert_array_equal(pooled[0], pooled[1])
+    np.testing.assert_array_equal(pooled[0], pooled[2])
+    assert np.isfinite(pooled[0]).all()
+    assert not np.array_equal(pooled[0], per_sample)  # the pool is in use
+
+
+def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
+    # The thresholds of test_quality_on_digits, for the pooled path forced on digits (pools of
+    # 128 points per 512 edges; each pool point is drawn ~6 times per block there).
+    import unimap.optimize as optimize
+
+    monkeypatch.setattr(optimize, "POOLED_NEGATIVES_MIN_ROWS", 1000)
+    X, y = digits
+    E = UMAP(random_state=0).fit_transform(X)
+    assert trustworthiness(X, E, n_neighbors=15) > 0.98
+    assert _knn_accuracy(E, y) > 0.95

@@ -159,6 +159,45 @@ def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 
 
 @numba.njit(inline="always", cache=True)
+def _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
+                    epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    """:func:`_edge_2d` with the negative samples drawn from ``pool`` (see
+    :func:`_fill_pool`), uniformly over all its rows: a pool row may be the head itself,
+    whose zero difference gives no force (1 sample in n, at n >= 200,000)."""
+    i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
+                                  epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                                  alpha)
+    if n_neg >= 0:
+        _negatives_2d(emb[i], np.int64(-1), pool, n_neg, key, a, b, gamma, alpha)
+
+
+@numba.njit(inline="always", cache=True)
+def _fill_pool(snapshot, pool, seed_hash, epoch, first):
+    """``pool[p]`` <- the position at the epoch's start of point ``bounded(hash(block key,
+    p), n)``, uniform over all n points. The key of the block of edges from position
+    ``first`` is built as an edge's (:func:`_attract_edge`) from ``-1 - first``, negative
+    where edge positions are not: the pool depends on the block, not on the thread."""
+    n = snapshot.shape[0]
+    block_hash = hash_combine(hash_combine(seed_hash, np.int64(-1) - first), epoch)
+    for p in range(pool.shape[0]):
+        k = bounded(hash_combine(block_hash, p), n)
+        pool[p, 0] = snapshot[k, 0]
+        pool[p, 1] = snapshot[k, 1]
+
+
+@numba.njit(inline="always", cache=True)
+def _pooled_block(first, stop, pool, emb, snapshot, heads, tails, epochs_per_sample,
+                  next_sample, epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                  gamma, alpha):
+    """The edges ``first .. stop - 1`` (at most one block), their negatives from one pool."""
+    _fill_pool(snapshot, pool, seed_hash, epoch, first)
+    for e in range(first, stop):
+        _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
+                        epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                        alpha)
+
+
+@numba.njit(inline="always", cache=True)
 def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
              epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
@@ -175,23 +214,46 @@ def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
                        epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha,
-                       n_workers):
+                       n_workers, n_pool):
     """One fit epoch over colour classes ``class_ptr`` of the (class-sorted) edge arrays.
 
     ``emb`` (n, 2) float32 is updated in place; ``snapshot`` is its copy from the start of
-    the epoch, the pool of negative samples. ``n_workers`` threads claim blocks of a class's
-    edges (:mod:`unimap._kernels.dynamic`).
+    the epoch, where negative samples are read. ``n_workers`` threads claim blocks of a
+    class's edges (:mod:`unimap._kernels.dynamic`). ``n_pool`` > 0: each block of
+    ``EDGE_BLOCK`` edges (counted from its class's start, in every class) draws its negative
+    samples from a pool of ``n_pool`` points of ``snapshot`` (:func:`_fill_pool`) instead
+    of from all of it.
     """
     seed_hash = mix64(np.uint64(seed))
+    serial_pool = np.empty((n_pool, 2), np.float32)
     for c in range(class_ptr.shape[0] - 1):
         start, stop = class_ptr[c], class_ptr[c + 1]
-        if stop - start < SERIAL_CLASS_SIZE:
+        n_blocks = (stop - start + EDGE_BLOCK - 1) // EDGE_BLOCK
+        if n_pool > 0 and stop - start < SERIAL_CLASS_SIZE:
+            for block in range(n_blocks):  # the same blocks and pools as threads would take
+                first = start + block * EDGE_BLOCK
+                _pooled_block(first, min(stop, first + EDGE_BLOCK), serial_pool, emb,
+                              snapshot, heads, tails, epochs_per_sample, next_sample,
+                              epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                              gamma, alpha)
+        elif n_pool > 0:
+            next_block = np.zeros(1, np.int64)
+            for _worker in numba.prange(n_workers):
+                pool = np.empty((n_pool, 2), np.float32)
+                block = claim(next_block)
+                while block < n_blocks:
+                    first = start + block * EDGE_BLOCK
+                    _pooled_block(first, min(stop, first + EDGE_BLOCK), pool, emb, snapshot,
+                                  heads, tails, epochs_per_sample, next_sample,
+                                  epochs_per_negative, next_negative, seed_hash, epoch, a, b,
+                                  gamma, alpha)
+                    block = claim(next_block)
+        elif stop - start < SERIAL_CLASS_SIZE:
             for e in range(start, stop):
                 _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
-            n_blocks = (stop - start + EDGE_BLOCK - 1) // EDGE_BLOCK
             next_block = np.zeros(1, np.int64)
             for _worker in numba.prange(n_workers):
                 block = claim(next_block)
