@@ -57,7 +57,8 @@ def test_precompiled_kernels_leave_nothing_to_compile():
     assert compiled == [], f"compiled on first use despite the precompile step: {compiled}"
 
 
-_KEY_KERNELS = ("umap_sgd.sgd_epoch_edges_2d", "gdr_epochs.umap_epochs_2d",
+_KEY_KERNELS = ("umap_sgd.sgd_epoch_edges_2d", "umap_sgd.sgd_epoch_edges_2d_pooled",
+                "gdr_epochs.umap_epochs_2d",
                 "gdr_normalized._tsne_forces_2d", "bh_tree.build_tree", "tsne_fft.apply_kernels_2d")
 
 

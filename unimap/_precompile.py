@@ -15,8 +15,9 @@ compiled and cached with the exact types the estimators pass. It runs
 
 Covered: the 2-D fits of UMAP, TSNE (FFT, Barnes-Hut, exact), GDR (both modes), each with
 exact and HNSW neighbours, spectral and PCA initialization (also of a disconnected graph),
-``transform`` of each, the quality metrics and the k-means cells of the sharded kNN graph
-(500,000+ points); where the gpu extra and a GPU are present,
+``transform`` of each, the quality metrics, the k-means cells of the sharded kNN graph
+(500,000+ points) and UMAP's pooled negative samples (50,000+ points); where the gpu extra
+and a GPU are present,
 also the CUDA kernels of the ``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes)
 into numba-cuda's cache. Other cases (``n_components=3``, other metrics) compile on first
 use.
@@ -83,6 +84,7 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR, components", disconnected(GDR(n_epochs=20, **common))),
         ("metrics", quality),
         ("kNN cells", _knn_cells),
+        ("UMAP, pooled negatives", _umap_pooled),
         ("thread affinity", _thread_affinity),
     ] + _gpu_tasks(fit_transform)
 
@@ -97,6 +99,17 @@ def _knn_cells(X: np.ndarray, _labels: np.ndarray) -> None:
     index = ShardedHNSWIndex(X, 1, pca=None, centroids=X[:4])
     index.search(index.data, 15)
     index.search(X[:40] + np.float32(0.01), 15)
+
+
+def _umap_pooled(X: np.ndarray, _labels: np.ndarray) -> None:
+    """Compile UMAP's 2-D epoch with pooled negative samples, which fits of 50,000+ points
+    run (:data:`unimap.optimize.POOLED_NEGATIVES_MIN_ROWS`), with the fit's argument types."""
+    from unimap import UMAP
+    from unimap.optimize import NEGATIVE_POOL, umap_sgd
+
+    model = UMAP(n_epochs=5, random_state=0, max_memory=None, device="cpu").fit(X)
+    umap_sgd(model.embedding_, None, model.graph_, 5, model.a_, model.b_, 0,
+             negative_pool=NEGATIVE_POOL)
 
 
 def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:

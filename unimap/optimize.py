@@ -74,6 +74,7 @@ def umap_sgd(
     max_weight: float | None = None,
     guard: Any = None,
     device: str = "cpu",
+    negative_pool: int | None = None,
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -108,13 +109,22 @@ def umap_sgd(
     device : {"cpu", "cuda"}, default="cpu"
         ``"cuda"``: the fit's epochs run on the GPU (:mod:`unimap._cuda.umap`, the same edge
         code); ``transform`` (``tail`` given) always runs on the CPU.
+    negative_pool : int, optional
+        Fitting in 2-D on the CPU: each block of edges draws its negative samples from a
+        pool of this many points (0: every sample from all points). Default:
+        ``NEGATIVE_POOL`` from ``POOLED_NEGATIVES_MIN_ROWS`` rows on, else 0.
 
     Returns
     -------
     embedding : ndarray of shape (n_rows, dim), float32
     """
     from unimap._kernels.dynamic import workers
-    from unimap._kernels.umap_sgd import sgd_epoch_edges_2d, sgd_epoch_edges_nd, sgd_epoch_rows
+    from unimap._kernels.umap_sgd import (
+        sgd_epoch_edges_2d,
+        sgd_epoch_edges_2d_pooled,
+        sgd_epoch_edges_nd,
+        sgd_epoch_rows,
+    )
 
     emb = np.ascontiguousarray(head, dtype=np.float32).copy()
     graph = sp.csr_matrix(graph)
@@ -139,11 +149,14 @@ def umap_sgd(
                             relabel, callback)
         return emb if relabel is None else in_input_order(emb, relabel)
     snapshot = np.empty_like(emb)
-    if emb.shape[1] == 2:
-        n_pool = NEGATIVE_POOL if emb.shape[0] >= POOLED_NEGATIVES_MIN_ROWS else 0
-        fit_epoch, pool_args = sgd_epoch_edges_2d, (np.int64(n_pool),)
-    else:
+    if negative_pool is None:
+        negative_pool = NEGATIVE_POOL if emb.shape[0] >= POOLED_NEGATIVES_MIN_ROWS else 0
+    if emb.shape[1] != 2:
         fit_epoch, pool_args = sgd_epoch_edges_nd, ()
+    elif negative_pool > 0:
+        fit_epoch, pool_args = sgd_epoch_edges_2d_pooled, (np.int64(negative_pool),)
+    else:
+        fit_epoch, pool_args = sgd_epoch_edges_2d, ()
     parallel = emb.shape[0] >= PARALLEL_MIN_ROWS
     with numba_threads(None) as max_threads:
         # Few rows: one thread, since waking the pool each epoch costs more than the work.
