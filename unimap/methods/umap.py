@@ -48,7 +48,12 @@ class UMAP(NeighborEmbedding):
 
     The optimizer is unimap's edge-coloured threaded SGD (see :mod:`unimap._kernels.umap_sgd`):
     it uses all cores and the same ``random_state`` gives bitwise the same embedding for any
-    ``n_jobs``; there is no separate "reproducible mode" to remember.
+    ``n_jobs``; there is no separate "reproducible mode" to remember. From 50,000 points on
+    (2-D, on the CPU; :data:`unimap.optimize.POOLED_NEGATIVES_MIN_ROWS`), each block of 512
+    edges draws its negative samples from a pool of 128 points drawn afresh every epoch,
+    instead of each sample from all points as umap-learn does: on MNIST-70k the SGD runs
+    1.5x faster at the same 10-NN accuracy and trustworthiness, and more so on larger data
+    (``benchmarks/results/scale_umap.md``).
 
     Parameters
     ----------
