@@ -162,8 +162,10 @@ def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 def _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
                     epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     """:func:`_edge_2d` with the negative samples drawn from ``pool`` (see
-    :func:`_fill_pool`), uniformly over all its rows: a pool row may be the head itself,
-    whose zero difference gives no force (1 sample in n, at n >= 200,000)."""
+    :func:`_fill_pool`), uniformly over all its rows. A pool row may be the head itself (1
+    draw in n, n >= 50,000): its position at the epoch's start, near its current one, then
+    pushes it once, clipped, as any point that close would (the per-sample path skips the
+    head by its index, which a pool row does not carry)."""
     i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
                                   epochs_per_negative, next_negative, seed_hash, epoch, a, b,
                                   alpha)
