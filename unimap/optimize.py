@@ -26,8 +26,8 @@ __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
 # of NEGATIVE_POOL points of the epoch's start, not each from all n. A sample's random read
 # of the embedding was most of an epoch's time; from a pool of 1 KB it is a cache hit.
 # Epochs of the 50-D mixture: 100k 0.081 -> 0.052 s, 1M 1.33 -> 0.60 s; MNIST-70k's SGD
-# 9.65 -> 6.48 s at the same quality (10-NN accuracy 0.9686 / 0.9687 against 0.9685 / 0.9683
-# for seeds 0 / 1, trustworthiness@15 0.957 / 0.957 against 0.954 / 0.955;
+# 9.65 -> 6.5 s at the same quality (10-NN accuracy 0.9682 / 0.9691 against 0.9685 / 0.9683
+# for seeds 0 / 1, trustworthiness@15 0.955 / 0.957 against 0.954 / 0.955;
 # benchmarks/results/scale_umap.md). Below it every sample reads its own point, so results on
 # small data are those of earlier versions. The GPU's epochs (unimap._cuda.umap) keep the
 # per-sample draws: its memory serves random reads.

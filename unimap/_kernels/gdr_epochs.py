@@ -42,8 +42,8 @@ from unimap._kernels.dynamic import (
     atomic_store,
     claim,
 )
-from unimap._kernels.gdr_unnormalized import _umap_row_2d, _umap_row_2d_pooled, fill_pool
-from unimap._kernels.rng import hash_combine, mix64
+from unimap._kernels.gdr_unnormalized import _umap_row_2d, _umap_row_2d_pooled
+from unimap._kernels.rng import fill_pool, hash_combine, mix64
 
 __all__ = ["umap_epochs_2d", "epoch_buffers"]
 

@@ -17,7 +17,7 @@ from unimap._kernels.gdr_common import (
     _sq_dist,
 )
 from unimap._kernels.lowdim import umap_repulsion_coeff
-from unimap._kernels.rng import bounded, hash_combine, mix64
+from unimap._kernels.rng import bounded, fill_pool, hash_combine, mix64
 
 _ONE = np.float32(1.0)
 
@@ -80,8 +80,9 @@ def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_ind
                         use_t,
                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, pool):
     """:func:`_umap_row_2d` with its negative samples drawn from ``pool``, the positions of
-    the row block's pool points (see :func:`fill_pool`); ``rep_weight`` is already scaled by
-    n/(n − 1), since a pool point may be the row's own (no force: its direction is 0).
+    the row block's pool points (see :func:`unimap._kernels.rng.fill_pool`); ``rep_weight``
+    is already scaled by n/(n − 1), since a pool point may be the row's own (no force: its
+    direction is 0).
 
     The sampling loop is written out rather than shared with :func:`_umap_row_2d` through a
     flag: a branch inside it stops LLVM from vectorising the hash-and-repel loop (measured
@@ -103,19 +104,6 @@ def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_ind
             r1 += g1
     F[out_row, 0] = f0 + rep_weight * r0
     F[out_row, 1] = f1 + rep_weight * r1
-
-
-@numba.njit(inline="always", cache=True)
-def fill_pool(Y, pool, epoch_hash, block):
-    """``pool[p]`` ← the position of point ``bounded(hash(block key, p), n)``: uniform over
-    all n points, one draw per slot, keyed by the row block (so by no thread). The block key
-    ``−1 − block`` is negative, where the repeats' keys ``r ≥ 0`` are not."""
-    n = Y.shape[0]
-    block_hash = hash_combine(epoch_hash, np.int64(-1) - block)
-    for p in range(pool.shape[0]):
-        k = bounded(hash_combine(block_hash, p), n)
-        for c in range(Y.shape[1]):
-            pool[p, c] = Y[k, c]
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)

@@ -33,3 +33,18 @@ def hash_combine(h, value):
 def bounded(h, n):
     """Map a 64-bit hash to ``[0, n)`` by multiply-shift on its top 32 bits (n < 2**32)."""
     return np.int64(((np.uint64(h) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@numba.njit(inline="always", cache=True)
+def fill_pool(Y, pool, key_hash, block):
+    """``pool[p]`` ← row ``bounded(hash(block key, p), n)`` of ``Y``: uniform over all n rows,
+    one draw per slot, keyed by a block of work (so by no thread). The block key
+    ``hash(key_hash, −1 − block)`` takes a negative counter, where the callers' per-sample
+    counters (repeats, edge positions) are not negative. The pooled negative samples of
+    GDR's row blocks and of UMAP's edge blocks."""
+    n = Y.shape[0]
+    block_hash = hash_combine(key_hash, np.int64(-1) - block)
+    for p in range(pool.shape[0]):
+        k = bounded(hash_combine(block_hash, p), n)
+        for c in range(Y.shape[1]):
+            pool[p, c] = Y[k, c]

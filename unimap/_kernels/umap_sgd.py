@@ -28,7 +28,7 @@ import numpy as np
 
 from unimap._kernels.dynamic import claim
 from unimap._kernels.lowdim import sgd_attraction_coeff, sgd_repulsion_coeff
-from unimap._kernels.rng import bounded, hash_combine, mix64
+from unimap._kernels.rng import bounded, fill_pool, hash_combine, mix64
 
 CLIP = 4.0
 SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking the threads
@@ -162,7 +162,7 @@ def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 def _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
                     epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     """:func:`_edge_2d` with the negative samples drawn from ``pool`` (see
-    :func:`_fill_pool`), uniformly over all its rows. A pool row may be the head itself (1
+    :func:`_pooled_block`), uniformly over all its rows. A pool row may be the head itself (1
     draw in n, n >= 50,000): its position at the epoch's start, near its current one, then
     pushes it once, clipped, as any point that close would (the per-sample path skips the
     head by its index, which a pool row does not carry)."""
@@ -174,25 +174,13 @@ def _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
 
 
 @numba.njit(inline="always", cache=True)
-def _fill_pool(snapshot, pool, seed_hash, epoch, first):
-    """``pool[p]`` <- the position at the epoch's start of point ``bounded(hash(block key,
-    p), n)``, uniform over all n points. The key of the block of edges from position
-    ``first`` is built as an edge's (:func:`_attract_edge`) from ``-1 - first``, negative
-    where edge positions are not: the pool depends on the block, not on the thread."""
-    n = snapshot.shape[0]
-    block_hash = hash_combine(hash_combine(seed_hash, np.int64(-1) - first), epoch)
-    for p in range(pool.shape[0]):
-        k = bounded(hash_combine(block_hash, p), n)
-        pool[p, 0] = snapshot[k, 0]
-        pool[p, 1] = snapshot[k, 1]
-
-
-@numba.njit(inline="always", cache=True)
 def _pooled_block(first, stop, pool, emb, snapshot, heads, tails, epochs_per_sample,
                   next_sample, epochs_per_negative, next_negative, seed_hash, epoch, a, b,
                   gamma, alpha):
-    """The edges ``first .. stop - 1`` (at most one block), their negatives from one pool."""
-    _fill_pool(snapshot, pool, seed_hash, epoch, first)
+    """The edges ``first .. stop - 1`` (at most one block), their negatives from one pool of
+    positions at the epoch's start, uniform over all n points."""
+    # keyed by the epoch, then the block's first edge position (negative in the key)
+    fill_pool(snapshot, pool, hash_combine(seed_hash, epoch), first)
     for e in range(first, stop):
         _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
@@ -254,7 +242,7 @@ def sgd_epoch_edges_2d_pooled(emb, snapshot, heads, tails, class_ptr, epochs_per
     """:func:`sgd_epoch_edges_2d` with pooled negative samples: each block of ``EDGE_BLOCK``
     edges (counted from its class's start, in every class, so the blocks do not depend on
     the thread count) draws its negative samples from a pool of ``n_pool`` points of
-    ``snapshot`` (:func:`_fill_pool`) instead of from all of it.
+    ``snapshot`` (:func:`unimap._kernels.rng.fill_pool`) instead of from all of it.
     """
     seed_hash = mix64(np.uint64(seed))
     serial_pool = np.empty((n_pool, 2), np.float32)
