@@ -328,3 +328,13 @@ def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
     E = UMAP(random_state=0).fit_transform(X)
     assert trustworthiness(X, E, n_neighbors=15) > 0.98
     assert _knn_accuracy(E, y) > 0.95
+
+
+@pytest.mark.parametrize("pool, error", [(-1, ValueError), (2.5, TypeError)])
+def test_umap_sgd_refuses_a_bad_negative_pool(pool, error):
+    from unimap.optimize import umap_sgd
+
+    init = np.zeros((10, 2), np.float32)
+    graph = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))
+    with pytest.raises(error, match="negative_pool"):
+        umap_sgd(init, None, graph, 2, 1.577, 0.895, 0, negative_pool=pool)

@@ -16,6 +16,7 @@ from unimap._threads import (
     numba_threads,
     spread_threads,
 )
+from unimap._validation import check_int
 from unimap.ordering import in_input_order, locality_order, relabelled
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
@@ -126,6 +127,8 @@ def umap_sgd(
         sgd_epoch_rows,
     )
 
+    if negative_pool is not None:
+        negative_pool = check_int(negative_pool, "negative_pool", 0)
     emb = np.ascontiguousarray(head, dtype=np.float32).copy()
     graph = sp.csr_matrix(graph)
     relabel = None
