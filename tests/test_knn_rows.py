@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from unimap._kernels.knn_rows import merge_into_rows, self_first_rows
+from unimap._kernels.knn_rows import merge_into_rows, offer_reverse_pairs, self_first_rows
 from unimap.neighbors import _with_self_first
 
 
@@ -97,3 +97,36 @@ def test_with_self_first_refuses_too_few_columns():
     idx = np.zeros((4, 3), np.int64)
     with pytest.raises(ValueError, match="3 neighbours per row, 4 needed"):
         _with_self_first(idx, idx.astype(np.float32), 5)
+
+
+def _plain_reverse_pairs(idx, dist, rows, found_idx, found_dist):
+    """The reverse pairs by Python lists: each pair in order, kept if nearer than the found
+    point's k-th and not listed there, placed after the entries of equal distance."""
+    k = idx.shape[1]
+    lists = [list(zip(dist[j].tolist(), idx[j].tolist(), strict=True)) for j in range(len(idx))]
+    for r, i in enumerate(rows.tolist()):
+        for j, d in zip(found_idx[r].tolist(), found_dist[r].tolist(), strict=True):
+            row = lists[j] if j >= 0 else None
+            if row is not None and d < row[-1][0] and i not in [e[1] for e in row]:
+                at = next(p for p, e in enumerate(row + [(np.inf, -1)]) if e[0] > d)
+                lists[j] = (row[:at] + [(d, i)] + row[at:])[:k]
+    return (np.array([[e[1] for e in row] for row in lists], np.int64),
+            np.array([[e[0] for e in row] for row in lists], np.float32))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_offer_reverse_pairs_matches_a_plain_loop(ties):
+    rng = np.random.default_rng(3)
+    n, k = 400, 10
+    idx, dist = _sorted_lists(rng, n, k, 0, ties)
+    idx = idx % n  # ids of points of the same lists, some already listed in the found rows
+    rows = np.sort(rng.choice(n, 150, replace=False)).astype(np.int64)
+    found_idx, found_dist = _sorted_lists(rng, rows.size, k, 0, ties)
+    found_idx = np.where(found_idx >= 0, found_idx % n, -1)
+    found_dist = found_dist * np.float32(0.8)  # some nearer than the rows' k-th
+    want = _plain_reverse_pairs(idx, dist, rows, found_idx, found_dist)
+    added = offer_reverse_pairs(idx, dist, rows, found_idx, found_dist)
+    np.testing.assert_array_equal(idx, want[0])
+    np.testing.assert_array_equal(dist, want[1])
+    assert added > 0
+    assert (dist[:, 1:] >= dist[:, :-1]).all()  # inf padding: no diff

@@ -1,16 +1,20 @@
 """Row operations on kNN result lists: ``(m, k)`` arrays of ids and distances, each row sorted
 by ascending distance.
 
-They replace numpy's row-wise stable ``argsort`` + ``take_along_axis``, which sort what is
-already sorted and write two temporaries per call: at 1M points these took 2 s of the kNN
-graph's 38 (``benchmarks/results/scale_gdr.md``). The results are the same, entry for entry,
-as the numpy forms they replace (``tests/test_knn_rows.py`` keeps those as the oracle).
+The merge and the self-first order replace numpy's row-wise stable ``argsort`` +
+``take_along_axis``, which sort what is already sorted and write two temporaries per call: at
+1M points these took 2 s of the kNN graph's 38 (``benchmarks/results/scale_gdr.md``). The
+results are the same, entry for entry, as the numpy forms they replace
+(``tests/test_knn_rows.py`` keeps those as the oracle, and a plain loop for the reverse
+pairs).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+from unimap._kernels.topk import _insert_sorted, _listed
 
 
 @numba.njit(parallel=True, cache=True)
@@ -77,3 +81,27 @@ def self_first_rows(idx: np.ndarray, dist: np.ndarray, k: int,
                np.ascontiguousarray(dist, dtype=np.float32),
                np.ascontiguousarray(self_ids, dtype=np.int64), out_idx, out_dist)
     return out_idx, out_dist
+
+
+@numba.njit(cache=True)
+def offer_reverse_pairs(idx, dist, rows, found_idx, found_dist):
+    """Offer each pair a search found the other way round: row ``rows[r]`` found point
+    ``found_idx[r, m]`` at ``found_dist[r, m]``, so that point's row (``idx``/``dist``,
+    updated in place) also takes ``rows[r]`` if nearer than its k-th entry and not listed.
+
+    For a self-join whose searches covered different parts of the data (the sharded graph's
+    probes of another cell), the pairs one side found are neighbours the other side's
+    search may have missed. One thread, in ``rows`` order (ties keep the earlier entry
+    first), so the result is the same for any thread count. Returns the pairs added.
+    """
+    k = idx.shape[1]
+    added = 0
+    for r in range(rows.size):
+        i = rows[r]
+        for m in range(found_idx.shape[1]):
+            j = found_idx[r, m]
+            d = found_dist[r, m]
+            if j >= 0 and d < dist[j, k - 1] and not _listed(idx, j, i):
+                _insert_sorted(dist[j], idx[j], d, i)
+                added += 1
+    return added
