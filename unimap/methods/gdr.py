@@ -46,8 +46,10 @@ _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
 LOCALITY_MIN_ROWS = 50_000  # GDR(): relabel points for memory locality from here on
 # ... and draw the negatives of each block of rows from a pool of this many points
-# (unimap._kernels.gdr_unnormalized.umap_epoch; measured in docs/gdr.md)
-NEGATIVE_POOL = 512
+# (unimap._kernels.gdr_unnormalized.umap_epoch; measured in docs/gdr.md). Each pool point
+# is a random read of a whole cache line: 512 per 256-row block cost 1M points 6.7% of an
+# epoch more than 128, at the same quality (MNIST-70k, seeds 0-5, docs/gdr.md).
+NEGATIVE_POOL = 128
 _REPULSION_RATE = 5.0  # ν: an edge repels like UMAP's 5 negatives of weight γ·p̄
 _TSNE_EPOCHS = 600  # 100 of early exaggeration, then 500
 _TSNE_EE_ITER = 100
