@@ -184,7 +184,10 @@ class ShardedHNSWIndex:
             for rows, result in zip(asked, found, strict=True):
                 if result is not None:  # the two cells' candidates (disjoint), home first
                     merge_into_rows(idx, dist, rows, *result)
-        if self_join:  # what a probe found across a wall, the point found is told too
+        # What a probe found across a wall, the point found is told too; only after every
+        # merge, since a point offered to a row before that row's own merge could come
+        # back in its probe's results and be listed twice.
+        if self_join:
             for rows, result in zip(asked, found, strict=True):
                 if result is not None:
                     offer_reverse_pairs(idx, dist, rows, *result)
