@@ -2,7 +2,7 @@
 
 ``pyproject.toml`` names this module as the build backend (``backend-path = ["_build"]``).
 It is setuptools' ``build_meta`` unchanged, with one more step in ``build_py``: once the
-package is copied to the build folder, ``python -m unimap._precompile`` runs there, so that
+package is copied to the build folder, ``python -m unimap.cli.precompile`` runs there, so that
 numba writes its compiled kernels into the package's ``__pycache__`` folders and the wheel
 carries them. Numba keys each entry by the source's SHA-256, its own version, the Python
 version and the CPU, so the entries are used wherever they match (``pip install .`` or an
@@ -51,7 +51,7 @@ def _compile_kernels(build_lib: Path) -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(build_lib), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # only numba's files, not .pyc, go into the wheel
-    proc = subprocess.run([sys.executable, "-m", "unimap._precompile"], cwd=build_lib,
+    proc = subprocess.run([sys.executable, "-m", "unimap.cli.precompile"], cwd=build_lib,
                           env=env, check=False)
     if proc.returncode != 0:
         print(f"unimap: WARNING: compiling the kernels failed (exit {proc.returncode}); the "

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(rows, args, X.shape[0])
     print(report)
     if not args.no_save:
-        from unimap._io import atomic_path
+        from unimap.io.atomic import atomic_path
 
         with atomic_path(args.out) as out:
             out.write_text(report)

@@ -2,14 +2,15 @@
 host and with a CPU-bound competitor pinned to core 0 (issue 20, item 3).
 
 The problem is the real one: ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows)
-and the arguments of its optimizer (:func:`unimap.optimize.full_batch_umap`) are kept. Then,
-interleaved, ``--rounds`` times each in each state:
+and the arguments of its optimizer (:func:`unimap.optimizers.umap_sgd.full_batch_umap`) are kept.
+Then, interleaved, ``--rounds`` times each in each state:
 
 - ``per-epoch``: the former driver, one ``prange`` per epoch
-  (:func:`unimap._kernels.gdr.umap_epoch`) with adaptive threads and pinned workers, as the
+  (:func:`unimap.optimizers.gdr_numba.umap_epoch`) with adaptive threads and pinned workers, as the
   2-D optimizer ran before the chunked kernel;
-- ``chunked``: :func:`unimap.optimize.full_batch_umap` as it is, ``EPOCH_CHUNK`` epochs per
-  parallel region (:mod:`unimap._kernels.gdr_epochs`).
+- ``chunked``: :func:`unimap.optimizers.umap_sgd.full_batch_umap` as it is, ``EPOCH_CHUNK`` epochs
+per
+  parallel region (:mod:`unimap.optimizers.gdr_epochs_numba`).
 
 Both give the same embedding bitwise (checked here on every round). Reported: the median and
 minimum seconds of the whole optimization (all epochs) per driver and state, and the
@@ -35,7 +36,7 @@ from dask_place import emit, machine_state
 def capture_problem(n: int) -> tuple:
     """The positional and keyword arguments of GDR()'s ``full_batch_umap`` call."""
     import unimap
-    import unimap.optimize as optimize_module
+    import unimap.optimizers.umap_sgd as optimize_module
     from unimap.datasets import load_mnist
 
     captured = {}
@@ -59,10 +60,10 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
               learning_rate, momentum, n_negatives, repulsion_weight, guard=None, row_ids=None,
               device="cpu", negative_pool=0):
     """The 2-D optimizer before the chunked kernel: a ``prange`` (and its join) per epoch."""
-    from unimap._kernels.gdr import umap_epoch
-    from unimap._kernels.lowdim import UMAP_EPS
-    from unimap._threads import adaptive_threads
-    from unimap.optimize import FULL_BATCH_CLIP
+    from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_numba import umap_epoch
+    from unimap.optimizers.umap_sgd import FULL_BATCH_CLIP
+    from unimap.runtime.threads import adaptive_threads
 
     f32 = np.float32
     rates = [f32(learning_rate * (1.0 - epoch / n_epochs)) for epoch in range(n_epochs)]
@@ -82,7 +83,7 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
 
 
 def measure(problem: tuple, rounds: int) -> dict:
-    from unimap.optimize import full_batch_umap
+    from unimap.optimizers.umap_sgd import full_batch_umap
 
     args, kwargs = problem
     drivers = {"per-epoch": per_epoch, "chunked": full_batch_umap}

@@ -576,8 +576,8 @@ def save_figure(path: Path, results: list[dict], ncols_max: int = 6) -> bool:
     except ImportError:
         print("matplotlib is not installed: no figure", file=sys.stderr)
         return False
-    from unimap._io import atomic_path
-    from unimap.plotting import scatter
+    from unimap.io.atomic import atomic_path
+    from unimap.plotting.static import scatter
 
     n_methods = max(len(res["rows"]) for res in results)
     ncols = min(n_methods, ncols_max)
@@ -734,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(
         results, keys, skipped, args, time.perf_counter() - start, png.name if has_figure else None
     )
-    from unimap._io import atomic_path
+    from unimap.io.atomic import atomic_path
 
     with atomic_path(args.out / f"{stem}.md") as tmp_md:
         tmp_md.write_text(report)

@@ -9,12 +9,13 @@ The data is the issue's Gaussian mixture (``dask_place.py``: 30 centres in 50-D,
 generated block by block on the workers, so the N points never sit in the client. Steps:
 
 1. start a ``LocalCluster`` (``--workers`` processes, ``--threads`` threads each);
-2. ``unimap.dask.knn_graph(X, 15, random_state=0)`` (default shards and probes) and its
+2. ``unimap.dask.transform.knn_graph(X, 15, random_state=0)`` (default shards and probes) and its
    ``compute()``: the (N, 15) indices and distances gathered in the client;
 3. the exact 15 neighbours of ``--queries`` sampled rows, computed on the cluster (every block
    against the queries), and the graph's recall@15 on them;
 4. with ``--in-memory``: the same points generated in this process and the in-memory graph
-   (``unimap.neighbors.nearest_neighbors``, all cores), timed, and its recall on the same rows;
+   (``unimap.neighbors.graph.nearest_neighbors``, all cores), timed, and its recall on the same
+   rows;
 5. with ``--fit``: ``GDR(precomputed_knn=graph)`` fitted on all N rows in this process, and
    ``GDR()``'s own fit (its own kNN), with the 10-NN accuracy of ``--eval`` embedded points on
    the mixture labels;
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> dict:
     import dask.array as da
     import distributed
 
-    from unimap.dask import knn_graph
+    from unimap.dask.transform import knn_graph
 
     n, chunk = args.n, args.chunk
     res: dict = {"n": n, "chunk": chunk, "workers": args.workers, "threads": args.threads,
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.in_memory or args.fit:
         data = np.concatenate([mixture_block((b,), c) for b, c in enumerate(chunks)])
     if args.in_memory:
-        from unimap.neighbors import nearest_neighbors
+        from unimap.neighbors.graph import nearest_neighbors
 
         tic = time.perf_counter()
         memory = nearest_neighbors(data, K)[0]

@@ -11,7 +11,7 @@ on the workers from the seed and the block's number, so the N points never sit i
 Steps, each timed:
 
 1. start a ``LocalCluster`` (``--workers`` processes, ``--threads`` threads each);
-2. draw a uniform sample of ``--sample`` rows (``unimap.dask.sample_rows``, seeded): the
+2. draw a uniform sample of ``--sample`` rows (``unimap.dask.transform.sample_rows``, seeded): the
    workers generate every block and send the sampled rows;
 3. fit ``GDR(random_state=0)`` on the sample in the client;
 4. place all N rows with the distributed ``transform`` and gather the (N, 2) result.
@@ -105,7 +105,7 @@ def run(n: int, sample: int, chunk: int, workers: int, threads: int, n_eval: int
     import distributed
 
     import unimap
-    from unimap.dask import _without_graph, sample_rows
+    from unimap.dask.transform import _without_graph, sample_rows
 
     res: dict = {"n": n, "sample": sample, "chunk": chunk, "workers": workers,
                  "threads": threads, "state_before": machine_state()}

@@ -12,7 +12,7 @@ phase (neighbours, affinities, init, optimize), the kernel's high-water mark is 
 (``/proc/self/clear_refs``) and ``tracemalloc``'s peak too; at its end the phase's peak
 resident set (VmHWM) and its peak of traced allocations (numpy's arrays; not faiss's) are
 recorded, both over what the process held before the fit. The fit's peak is the largest phase
-peak; ``memory_estimate_`` is what ``unimap._memory`` predicted before the first allocation.
+peak; ``memory_estimate_`` is what ``unimap.runtime.memory`` predicted before the first allocation.
 """
 
 from __future__ import annotations

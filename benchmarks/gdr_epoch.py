@@ -1,8 +1,8 @@
 """Time one epoch of GDR's normalized-mode force kernel on MNIST-70k (a profiling aid).
 
 ``GDR(normalized=True)`` spends most of its optimization in
-:func:`unimap._kernels.gdr_normalized.tsne_forces`. This script fits the default model once (so
-that the graph and the embedding are the real ones), then calls the kernel on the final
+:func:`unimap.optimizers.gdr_normalized_numba.tsne_forces`. This script fits the default model once
+(so that the graph and the embedding are the real ones), then calls the kernel on the final
 embedding for each configuration in turn, ``--rounds`` times each, and prints the median and
 minimum time of one epoch. Configurations run interleaved, so a slow spell of this shared
 machine hits all of them alike; quote ratios between rows, absolute times only from a quiet
@@ -37,9 +37,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from unimap import GDR
-    from unimap._kernels.gdr_normalized import tsne_forces
     from unimap.datasets import load_mnist
-    from unimap.forces import neighbour_marks
+    from unimap.optimizers.forces import neighbour_marks
+    from unimap.optimizers.gdr_normalized_numba import tsne_forces
 
     X, _ = load_mnist(MNIST, download=False)
     X = X[: args.n]

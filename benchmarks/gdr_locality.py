@@ -4,8 +4,8 @@ From ``unimap.methods.gdr.LOCALITY_MIN_ROWS`` points on, ``GDR()`` relabels the 
 Z-order curve of their start and draws each row block's negatives from a pool of
 ``NEGATIVE_POOL`` points (docs/gdr.md, "Large inputs"). This script measures where that pays:
 ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows) with the layout off, and the
-arguments of its optimizer call (:func:`unimap.optimize.full_batch_umap`: the real graph and
-spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole optimization
+arguments of its optimizer call (:func:`unimap.optimizers.umap_sgd.full_batch_umap`: the real graph
+and spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole optimization
 runs in four configurations:
 
 - ``plain``: input labels, every negative sample reads its own point (below the threshold);
@@ -34,9 +34,9 @@ from dask_place import machine_state
 
 def configurations(args: tuple, kwargs: dict) -> dict:
     """``name -> (args, kwargs, order)`` of the four layouts of the captured problem."""
-    from unimap.forces import gdr_edge_arrays
     from unimap.methods.gdr import NEGATIVE_POOL
-    from unimap.ordering import locality_order
+    from unimap.optimizers.forces import gdr_edge_arrays
+    from unimap.runtime.ordering import locality_order
 
     init, edges, transposed, scale = args[:4]
     P = _csr(edges)
@@ -72,8 +72,8 @@ def main() -> None:
     import unimap.methods.gdr as gdr_module
     from unimap.datasets import load_mnist
     from unimap.metrics import knn_accuracy_loo
-    from unimap.optimize import full_batch_umap
-    from unimap.ordering import in_input_order
+    from unimap.optimizers.umap_sgd import full_batch_umap
+    from unimap.runtime.ordering import in_input_order
 
     print(f"machine at start: {machine_state()}")
     threshold = gdr_module.LOCALITY_MIN_ROWS

@@ -109,7 +109,7 @@ CANDIDATES: dict[str, Candidate] = {
     "unimap-hnsw": Candidate(
         "unimap",
         {},
-        ("unimap.neighbors method='hnsw' (PCA-50 from a 10k sample; HNSW M=16 efC=20 on "
+        ("unimap.neighbors.graph method='hnsw' (PCA-50 from a 10k sample; HNSW M=16 efC=20 on "
          "each of 2 interleaved halves in Morton order, built side by side; 2 x 30 "
          "candidates, exact re-rank, reverse pairs)"),
     ),
@@ -238,7 +238,7 @@ def worker(name: str, out_dir: Path, threads: int) -> dict:
 
     if kind == "unimap":
         t0 = _clock()
-        from unimap.neighbors import NeighborIndex
+        from unimap.neighbors.graph import NeighborIndex
 
         t_import = _clock() - t0
         t0 = _clock()

@@ -5,8 +5,8 @@ points of the issue-23 mixture (30 Gaussians in 50-D). Its clusters hold n / 30 
 and inside one isotropic 50-D Gaussian the nearest neighbours are barely nearer than the rest
 (distance concentration): an approximate search finds near neighbours, not the nearest. This
 script measures that alone: one standard Gaussian in 50-D with as many points as one cluster
-of the mixture at 1M, 3M and 10M (and one shard of ``unimap.dask.knn_graph``), the default
-in-memory graph (``unimap.neighbors.nearest_neighbors``) against pynndescent with umap-learn's
+of the mixture at 1M, 3M and 10M (and one shard of ``unimap.dask.transform.knn_graph``), the default
+in-memory graph (``unimap.neighbors.graph.nearest_neighbors``) against pynndescent with umap-learn's
 settings, both scored on the same sampled rows against the exact neighbours:
 
 - recall@15 (the row itself left out of both);
@@ -59,7 +59,7 @@ def score(indices: np.ndarray, distances: np.ndarray, rows: np.ndarray,
 def run(n: int, queries: int) -> dict:
     from pynndescent import NNDescent
 
-    from unimap.neighbors import nearest_neighbors
+    from unimap.neighbors.graph import nearest_neighbors
 
     X = np.random.default_rng(0).standard_normal((n, D), dtype=np.float32)
     rows = np.random.default_rng(1).choice(n, size=min(queries, n), replace=False)

@@ -15,7 +15,7 @@ Quality, computed in the parent and the same for every library:
   nearest embedding neighbours, on a fixed 5,000-point sample (neighbours among all points,
   ``unimap.metrics.knn_recall``);
 * KL: KL(P‖Q) of the embedding, with one common P for every library (perplexity 30 on the
-  exact 90 nearest neighbours, ``unimap.affinity.perplexity_affinities``) and Q normalised
+  exact 90 nearest neighbours, ``unimap.affinity.joint.perplexity_affinities``) and Q normalised
   exactly over all pairs (``unimap.metrics.tsne_kl_divergence``), so the numbers compare; each
   library's own KL estimate is listed too when it reports one.
 
@@ -115,8 +115,8 @@ class Judge:
     """The quality measures, with what they share across libraries computed once."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
-        from unimap.affinity import perplexity_affinities
-        from unimap.neighbors import nearest_neighbors
+        from unimap.affinity.joint import perplexity_affinities
+        from unimap.neighbors.graph import nearest_neighbors
 
         self.X, self.y = X, y
         tic = time.perf_counter()
@@ -320,7 +320,7 @@ def run_suite(suite: Suite, argv: list[str] | None = None) -> int:
     report = suite.render(rows, X.shape[0], X.shape[1])
     print(report)
     if not args.no_save:
-        from unimap._io import atomic_path
+        from unimap.io.atomic import atomic_path
 
         with atomic_path(args.out) as tmp:  # a failed write leaves no half report
             tmp.write_text(report)

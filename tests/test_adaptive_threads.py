@@ -6,7 +6,7 @@ from __future__ import annotations
 import numba
 import pytest
 
-from unimap._threads import AdaptiveThreads
+from unimap.runtime.threads import AdaptiveThreads
 
 
 class FakeClock:

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from unimap.affinity import fuzzy_simplicial_set, fuzzy_union, smooth_knn_dist
-from unimap.kernel import find_ab_params
-from unimap.neighbors import nearest_neighbors
+from unimap.affinity.joint import fuzzy_simplicial_set, fuzzy_union, smooth_knn_dist
+from unimap.lowdim.ab_fit import find_ab_params
+from unimap.neighbors.graph import nearest_neighbors
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 import unimap
-from unimap.cli import main
-from unimap.io import read_table, write_embedding
+from unimap.cli.main import main
+from unimap.io.tables import read_table, write_embedding
 
 ad = pytest.importorskip("anndata")
 pd = pytest.importorskip("pandas")

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from unimap._kernels.bh_tree import LEAF_SIZE
-from unimap._threads import numba_threads
-from unimap.barnes_hut import bh_repulsion, bh_repulsion_query, build_tree
+from unimap.optimizers.repulsion.barnes_hut import bh_repulsion, bh_repulsion_query, build_tree
+from unimap.optimizers.repulsion.bh_tree_numba import LEAF_SIZE
+from unimap.runtime.threads import numba_threads
 
 
 def _exact(Y, Yq=None, dof=1.0):

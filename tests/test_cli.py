@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from unimap.cli import main, read_table
+from unimap.cli.main import main, read_table
 
 
 def test_embed_builtin_digits_writes_embedding_and_png(tmp_path):
@@ -38,7 +38,7 @@ def test_embed_npy(tmp_path, blobs):
 
 
 def test_embed_device_option(tmp_path, blobs, capsys):
-    from unimap.device import cuda_status
+    from unimap.runtime.device import cuda_status
 
     path = tmp_path / "x.npy"
     np.save(path, blobs[0])
@@ -123,14 +123,14 @@ def test_save_model_then_transform_new_points(tmp_path, blobs):
 
 
 def test_failed_embed_writes_no_model(tmp_path, blobs, monkeypatch):
-    import unimap.plotting
+    import unimap.plotting.static
 
     np.save(tmp_path / "x.npy", blobs[0])
 
     def broken(*args, **kwargs):
         raise ValueError("plot failed")
 
-    monkeypatch.setattr(unimap.plotting, "save_scatter", broken)
+    monkeypatch.setattr(unimap.plotting.static, "save_scatter", broken)
     code = main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "x.png"),
                  "--n-epochs", "5", "--save-model", str(tmp_path / "m.unimap")])
     assert code == 1
@@ -157,7 +157,7 @@ def test_info_text_and_json(capsys):
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["core"]["numpy"] and info["cpus"] >= 1 and "optional" in info
-    from unimap.device import cuda_status
+    from unimap.runtime.device import cuda_status
 
     assert info["gpu"]["usable"] == cuda_status()[0]  # this machine's answer, whatever it is
     assert "GPU: " in text

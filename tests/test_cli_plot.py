@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from unimap.cli import main
+from unimap.cli.main import main
 
 pytest.importorskip("matplotlib")
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import unimap
-from unimap.device import resolve_device, simulated
+from unimap.runtime.device import resolve_device, simulated
 
 # numba's simulator creates a block's shared array on a thread's first call without a lock
 # (numba/cuda/simulator/kernelapi.py, FakeCUDAShared.array: get, then store if missing). Two
@@ -67,7 +67,7 @@ def run_simulated(code: str) -> str:
 
 EDGES = """
 import numpy as np, scipy.sparse as sp
-from unimap.optimize import full_batch_umap
+from unimap.optimizers.umap_sgd import full_batch_umap
 rng = np.random.default_rng(0)
 n = 60
 P = sp.random(n, n, density=0.1, random_state=1, format="csr", dtype=np.float32)
@@ -148,7 +148,7 @@ for dim, devices in ((2, ("cpu", "cuda", "cuda")), (3, ("cpu", "cuda"))):
 KNN = """
 import numpy as np
 from sklearn.datasets import make_blobs
-from unimap.neighbors import NeighborIndex
+from unimap.neighbors.graph import NeighborIndex
 def graphs(X, k, metric="euclidean"):
     cpu = NeighborIndex(metric, "exact").build(X).knn_graph(k)
     index = NeighborIndex(metric, "auto", device="cuda").build(X)
@@ -196,9 +196,9 @@ def test_normalized_gdr_iteration_matches_the_cpu():
     # the same samples, rows and step; only the far field's sum is written once more (the
     # CPU's is a vectorised tile), so the two agree to float rounding.
     out = run_simulated(EDGES + """
-from unimap.forces import SampledForces
-from unimap.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
-from unimap._cuda.gdr_normalized import gradient_descent_cuda
+from unimap.optimizers.forces import SampledForces
+from unimap.optimizers.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
+from unimap.optimizers.gdr_normalized_cuda import gradient_descent_cuda
 P = (P + P.T).tocsr()
 edges = (P.indptr.astype(np.int64), P.indices.astype(np.int32), P.data.astype(np.float32))
 Y0 = rng.standard_normal((n, 2)).astype(np.float32)
@@ -238,7 +238,7 @@ for f in fits[:2]:
 
 def test_the_guard_stops_a_non_finite_epoch_on_cuda():
     out = run_simulated(EDGES + """
-from unimap._guards import FiniteGuard, NonFiniteError
+from unimap.runtime.guards import FiniteGuard, NonFiniteError
 Y0 = rng.standard_normal((n, 2)).astype(np.float32)
 bad = (edges[0], edges[1], edges[2].copy())
 bad[2][edges[0][5]:edges[0][6]] = np.nan  # row 5's weights: its own forces go NaN
@@ -280,7 +280,7 @@ def test_device_memory_is_checked_before_allocating(monkeypatch):
     out = run_simulated("""
 import types
 from numba import cuda
-import unimap._cuda.gdr as g, unimap._cuda.common as common
+import unimap.optimizers.gdr_cuda as g, unimap.runtime.common_cuda as common
 info = types.SimpleNamespace(get_memory_info=lambda: (10 * 2**20, 80 * 2**30))
 common.cuda = types.SimpleNamespace(current_context=lambda: info)
 print(g.device_bytes(10**7, 2, 3 * 10**8, 0))
@@ -300,7 +300,7 @@ def test_device_resolution_without_a_gpu():
     assert resolve_device("cpu") == "cpu"
     if importlib.util.find_spec("numba_cuda") is None:
         assert resolve_device("auto") == "cpu"  # without the gpu extra, numba.cuda is not tried
-    from unimap.device import cuda_status
+    from unimap.runtime.device import cuda_status
 
     if not cuda_status()[0]:
         with pytest.raises(RuntimeError, match="device='cuda', but .*device='cpu'"):
@@ -313,7 +313,7 @@ def test_device_is_a_declared_parameter():
     X = np.random.default_rng(0).random((30, 3))
     with pytest.raises(ValueError, match="device"):
         unimap.UMAP(device="gpu").fit(X)
-    from unimap.neighbors import NeighborIndex
+    from unimap.neighbors.graph import NeighborIndex
 
     with pytest.raises(ValueError, match="device"):
         NeighborIndex(device="gpu").build(X)
@@ -347,7 +347,11 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
 
     monkeypatch.setattr(dispatcher, "get_current_device",
                         lambda: types.SimpleNamespace(compute_capability=(9, 0)))
-    from unimap._cuda import common, gdr, gdr_normalized, knn, umap
+    from unimap.neighbors import brute_force_cuda as knn
+    from unimap.optimizers import gdr_cuda as gdr
+    from unimap.optimizers import gdr_normalized_cuda as gdr_normalized
+    from unimap.optimizers import umap_sgd_cuda as umap
+    from unimap.runtime import common_cuda as common
 
     f2 = nt.float32[:, ::1]
     csr = (nt.int64[::1], nt.int32[::1], nt.float32[::1])
@@ -394,7 +398,7 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
         import numba, numpy as np
         import numba.cuda.dispatcher as dispatcher
         from numba import cuda, types as nt
-        from unimap._kernels.fastpow import fast_pow
+        from unimap.lowdim.fastpow_numba import fast_pow
 
         @numba.njit(fastmath=True)
         def on_cpu(x, b):
@@ -402,7 +406,7 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
 
         print(on_cpu(np.float32(2.0), np.float32(0.5)))
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-        from unimap._cuda import umap
+        from unimap.optimizers import umap_sgd_cuda as umap
         f2, f8 = nt.float32[:, ::1], nt.float64[::1]
         signature = (f2, f2, nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8, f8, f8,
                      nt.uint64, nt.int64, *(nt.float32,) * 4)

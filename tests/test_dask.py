@@ -117,10 +117,10 @@ def test_dask_input_errors_are_raised_at_transform(fitted, digits):
     with pytest.raises(NotFittedError):
         unimap.GDR().transform(da.from_array(X_new, chunks=CHUNK))
     with pytest.raises(TypeError, match="fit_sample_transform takes a dask"):
-        unimap.dask.fit_sample_transform(unimap.PCA(), X_new, n_sample=100)
+        unimap.dask.transform.fit_sample_transform(unimap.PCA(), X_new, n_sample=100)
     with pytest.raises(ValueError, match="unknown row counts"):
         X = da.from_array(X_new, chunks=CHUNK)
-        unimap.dask.sample_rows(X[X[:, 20] > 8], 50)
+        unimap.dask.transform.sample_rows(X[X[:, 20] > 8], 50)
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
@@ -164,7 +164,8 @@ def test_fit_sample_transform_is_deterministic_and_places_well(digits, client):
     runs = []
     for seed in (0, 0, 1):
         est = unimap.GDR(random_state=0, n_epochs=100)
-        placed = unimap.dask.fit_sample_transform(est, X_dask, n_sample=600, random_state=seed)
+        placed = unimap.dask.fit_sample_transform(est, X_dask, n_sample=600,
+                                                  random_state=seed)
         assert isinstance(placed.embedding, da.Array)
         assert placed.sample_indices.shape == (600,)
         assert np.all(np.diff(placed.sample_indices) > 0)
@@ -209,9 +210,9 @@ def test_pca_fit_transform_of_dask_array_is_lazy_and_float32(offset_data, client
     assert isinstance(Z, da.Array) and Z.dtype == np.float32
     np.testing.assert_allclose(client.compute(Z).result(), ref.transform(X), atol=1e-4)
     # the moments merge in a fixed tree: the same with or without the cluster, bitwise
-    with_client = unimap.dask.scatter_moments(X_dask)
+    with_client = unimap.dask.transform.scatter_moments(X_dask)
     with dask_config_sync():
-        local = unimap.dask.scatter_moments(X_dask)
+        local = unimap.dask.transform.scatter_moments(X_dask)
     np.testing.assert_array_equal(with_client.scatter, local.scatter)
 
 
@@ -242,7 +243,7 @@ def test_pca_fit_of_dask_array_rejects_bad_input(offset_data):
 
 
 def test_import_unimap_does_not_import_dask():
-    code = ("import sys, unimap; unimap.GDR; unimap.PCA; unimap.dask; "
+    code = ("import sys, unimap; unimap.GDR; unimap.PCA; unimap.dask.transform; "
             "import unimap.methods.umap, unimap.methods.tsne; "
             "print('dask' in sys.modules, 'distributed' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

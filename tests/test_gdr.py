@@ -17,10 +17,10 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from unimap import GDR
-from unimap._kernels.gdr_common import n_samples_of_row
-from unimap._kernels.gdr_normalized import tsne_forces
-from unimap._kernels.gdr_unnormalized import umap_epoch
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
+from unimap.optimizers.gdr_common_numba import n_samples_of_row
+from unimap.optimizers.gdr_normalized_numba import tsne_forces
+from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
 
 f32 = np.float32
 EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -558,7 +558,11 @@ def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
     # garbage (it went negative for b >= 1.3 when u was floored at 1e-30).
     import numba
 
-    from unimap._kernels.lowdim import ab_kernel, umap_attraction_coeff, umap_repulsion_coeff
+    from unimap.lowdim.similarity_numba import (
+        ab_kernel,
+        umap_attraction_coeff,
+        umap_repulsion_coeff,
+    )
 
     @numba.njit
     def coefficients(u, a, b):
@@ -578,8 +582,8 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
-from unimap._kernels.gdr_normalized import tsne_forces
-from unimap._kernels.gdr_unnormalized import umap_epoch
+from unimap.optimizers.gdr_normalized_numba import tsne_forces
+from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
 
 f32 = np.float32
 rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""The chunked 2-D GDR epochs (unimap._kernels.gdr_epochs) against the per-epoch kernel."""
+"""The chunked 2-D GDR epochs (unimap.optimizers.gdr_epochs_numba) against the per-epoch kernel."""
 
 import os
 import subprocess
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap._kernels.gdr import umap_epoch
-from unimap._kernels.gdr_epochs import epoch_buffers, umap_epochs_2d
-from unimap._threads import numba_threads
+from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
+from unimap.optimizers.gdr_numba import umap_epoch
+from unimap.runtime.threads import numba_threads
 
 f32 = np.float32
 ARGS = (f32(2.0), 5.0, f32(0.02), f32(1.577), f32(0.895), f32(1e-3), f32(4.0))

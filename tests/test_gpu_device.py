@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import unimap
-from unimap.device import cuda_status, simulated
+from unimap.runtime.device import cuda_status, simulated
 
 pytestmark = [
     pytest.mark.gpu,
@@ -58,7 +58,7 @@ def test_bitwise_reproducible_and_as_good_as_the_cpu(mnist, method, params):
 
 
 def test_gpu_knn_graph_recall(mnist):
-    from unimap.neighbors import NeighborIndex
+    from unimap.neighbors.graph import NeighborIndex
 
     X = mnist[0]
     rng = np.random.default_rng(0)

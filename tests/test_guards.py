@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from unimap import GDR, PCA, TSNE, UMAP
-from unimap._guards import FiniteGuard, NonFiniteError
+from unimap.runtime.guards import FiniteGuard, NonFiniteError
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def _inject_nan(monkeypatch, module, name, at_epoch, target):
 
 
 def test_umap_sgd_fault_is_caught_at_its_epoch(small, monkeypatch):
-    from unimap._kernels import umap_sgd
+    from unimap.optimizers import umap_sgd_numba as umap_sgd
 
     _inject_nan(monkeypatch, umap_sgd, "sgd_epoch_edges_2d", 6, 0)
     with pytest.raises(NonFiniteError, match=r"UMAP: the embedding became NaN or infinite at "
@@ -61,7 +61,7 @@ def test_umap_sgd_fault_is_caught_at_its_epoch(small, monkeypatch):
 
 
 def test_gdr_full_batch_fault_is_caught_at_its_epoch(small, monkeypatch):
-    from unimap._kernels import gdr
+    from unimap.optimizers import gdr_numba as gdr
 
     _inject_nan(monkeypatch, gdr, "umap_epoch", 4, 1)  # Y_out is the second argument
     with pytest.raises(NonFiniteError, match=r"GDR: the embedding became NaN or infinite at "
@@ -72,7 +72,7 @@ def test_gdr_full_batch_fault_is_caught_at_its_epoch(small, monkeypatch):
 def test_gdr_2d_fault_is_caught_in_its_chunk(small, monkeypatch):
     """The 2-D epochs run EPOCH_CHUNK (10) per call: a NaN that appears in the second call
     is named with that call's epochs."""
-    from unimap._kernels import gdr_epochs
+    from unimap.optimizers import gdr_epochs_numba as gdr_epochs
 
     real, calls = gdr_epochs.umap_epochs_2d, {"n": 0}
 
@@ -89,7 +89,7 @@ def test_gdr_2d_fault_is_caught_in_its_chunk(small, monkeypatch):
 
 
 def test_gdr_normalized_nonfinite_force_is_named(small, monkeypatch):
-    from unimap.forces import SampledForces
+    from unimap.optimizers.forces import SampledForces
 
     real = SampledForces.__call__
 
@@ -111,7 +111,7 @@ def test_tsne_divergence_fails_loudly(small):
 
 
 def test_transform_fault_is_caught(small, monkeypatch):
-    from unimap._kernels import umap_sgd
+    from unimap.optimizers import umap_sgd_numba as umap_sgd
 
     model = UMAP(n_epochs=20, random_state=0).fit(small)
     _inject_nan(monkeypatch, umap_sgd, "sgd_epoch_rows", 2, 0)

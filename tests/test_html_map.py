@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _cdp import Browser, find_chromium
 
-from unimap.html_map import html_map, save_html
+from unimap.plotting.html_map import html_map, save_html
 
 EVIL = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 

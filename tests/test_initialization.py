@@ -3,8 +3,8 @@ import pytest
 import scipy.linalg
 import scipy.sparse as sp
 
-from unimap.affinity import fuzzy_simplicial_set
-from unimap.initialization import (
+from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.initialization.layouts import (
     array_init,
     pca_init,
     random_init,
@@ -13,7 +13,7 @@ from unimap.initialization import (
     spectral_init,
     spectral_layout,
 )
-from unimap.neighbors import nearest_neighbors
+from unimap.neighbors.graph import nearest_neighbors
 
 
 def _graph(X, k=10):
@@ -78,7 +78,7 @@ def test_spectral_init_eigensolver_failure_falls_back(monkeypatch):
 def test_pca_init_fits_its_axes_on_a_sample_of_large_data(monkeypatch):
     # Above PCA_INIT_FIT_ROWS rows the axes come from a seeded random sample: close to the
     # full fit's (elongated data: the axes are well separated), the same for the same seed.
-    import unimap.initialization as ini
+    import unimap.initialization.layouts as ini
 
     rng = np.random.default_rng(8)
     X = (rng.standard_normal((3000, 6)) * [5, 3, 1, 1, 1, 1]).astype(np.float32)
@@ -143,7 +143,7 @@ def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
 
     import scipy.sparse as sp
 
-    from unimap import initialization
+    from unimap.initialization import layouts as initialization
 
     rng = np.random.default_rng(0)
     n, d, n_comp = 20000, 200, 500
@@ -169,7 +169,7 @@ def test_spectral_layout_does_not_depend_on_blas_threads():
     import scipy.sparse as sp
     from threadpoolctl import threadpool_limits
 
-    from unimap.initialization import spectral_layout
+    from unimap.initialization.layouts import spectral_layout
 
     rng = np.random.default_rng(0)
     n, k = 60000, 10
@@ -215,7 +215,7 @@ def test_small_components_batched_as_laid_out_one_by_one():
     # _dense_layouts lays out the small components with one eigh per size; each layout must
     # be bitwise the one spectral_layout gives its block alone (then scaled to max 1), the
     # path every component took before. Sizes 4..64 (dense eigh), shuffled, uneven weights.
-    from unimap.initialization import _DENSE_EIGH_MAX, _dense_layouts
+    from unimap.initialization.layouts import _DENSE_EIGH_MAX, _dense_layouts
 
     rng = np.random.default_rng(5)
     sizes = rng.integers(4, _DENSE_EIGH_MAX + 1, 300)
@@ -241,7 +241,7 @@ def test_connected_components_match_scipy():
     undirected, on random directed graphs with many components and self-loops."""
     from scipy.sparse.csgraph import connected_components as scipy_components
 
-    from unimap.initialization import connected_components
+    from unimap.initialization.layouts import connected_components
 
     rng = np.random.default_rng(0)
     for _ in range(30):

@@ -2,11 +2,11 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._kernels.edge_coloring import greedy_edge_coloring
-from unimap._kernels.fastpow import fast_pow
-from unimap.affinity import fuzzy_simplicial_set
-from unimap.neighbors import nearest_neighbors
-from unimap.optimize import edge_classes, epochs_per_sample
+from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.lowdim.fastpow_numba import fast_pow
+from unimap.neighbors.graph import nearest_neighbors
+from unimap.optimizers.edge_coloring_numba import greedy_edge_coloring
+from unimap.optimizers.umap_sgd import edge_classes, epochs_per_sample
 
 
 @numba.njit
@@ -86,7 +86,7 @@ def test_sgd_coefficients_finite_at_zero_distance_for_any_b():
     # Two points on top of each other: fast_pow(0, b) would leave its range for b >= 1, so the
     # kernels offset its argument; the repulsion must stay finite and equal the limit
     # 2γb / ε, the attraction 0.
-    from unimap._kernels.lowdim import sgd_attraction_coeff, sgd_repulsion_coeff
+    from unimap.lowdim.similarity_numba import sgd_attraction_coeff, sgd_repulsion_coeff
 
     @numba.njit
     def coefficients(d2, a, b):

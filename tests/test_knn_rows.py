@@ -1,10 +1,10 @@
-"""The kNN row kernels (unimap._kernels.knn_rows) against the numpy forms they replaced."""
+"""The kNN row kernels (unimap.neighbors.rows_numba) against the numpy forms they replaced."""
 
 import numpy as np
 import pytest
 
-from unimap._kernels.knn_rows import merge_into_rows, offer_reverse_pairs, self_first_rows
-from unimap.neighbors import _with_self_first
+from unimap.neighbors.graph import _with_self_first
+from unimap.neighbors.rows_numba import merge_into_rows, offer_reverse_pairs, self_first_rows
 
 
 def _numpy_merge(idx_a, dist_a, idx_b, dist_b, k):

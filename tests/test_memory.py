@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import unimap
-from unimap import _memory
-from unimap._memory import InsufficientMemoryError, available_memory, parse_memory
+from unimap.runtime import memory as _memory
+from unimap.runtime.memory import InsufficientMemoryError, available_memory, parse_memory
 
 ESTIMATORS = {
     "UMAP": lambda **kw: unimap.UMAP(n_epochs=20, random_state=0, **kw),
@@ -130,7 +130,7 @@ def test_verbose_prints_the_estimate(blobs, capsys):
 
 
 def test_cli_max_memory(tmp_path, blobs):
-    from unimap.cli import main
+    from unimap.cli.main import main
 
     data = tmp_path / "x.npy"
     np.save(data, blobs[:400])

@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 
-from unimap.affinity import fuzzy_simplicial_set
-from unimap.kernel import find_ab_params
+from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.lowdim.ab_fit import find_ab_params
 from unimap.methods.pca import PCA
 from unimap.metrics import (
     SampledScore,
@@ -23,7 +23,7 @@ from unimap.metrics import (
     umap_cross_entropy,
 )
 from unimap.metrics import _common as metrics  # holds _BLOCK_BYTES, read at call time
-from unimap.neighbors import nearest_neighbors
+from unimap.neighbors.graph import nearest_neighbors
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from unimap.metrics import knn_graph_recall
-from unimap.neighbors import nearest_neighbors
+from unimap.neighbors.graph import nearest_neighbors
 
 
 def _exact_graph(X, k, metric="euclidean"):

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from unimap.neighbors import NeighborIndex, nearest_neighbors
-from unimap.ordering import morton_order
+from unimap.neighbors.graph import NeighborIndex, nearest_neighbors
+from unimap.runtime.ordering import morton_order
 
 
 def _brute(X, k, metric):
@@ -153,7 +153,7 @@ def test_hnsw_on_a_handful_of_points_is_exact(n):
 
 def _rerank_with_reverse(X, candidates, k):
     """rerank_candidates + add_reverse_candidates with slots = point ids (n_parts = 1)."""
-    from unimap._kernels.topk import add_reverse_candidates, rerank_candidates
+    from unimap.neighbors.topk_numba import add_reverse_candidates, rerank_candidates
 
     n = X.shape[0]
     rows = np.arange(n)
@@ -191,7 +191,7 @@ def test_hnsw_self_join_uses_reverse_pairs_and_stays_exact_in_distance():
     # Up to HNSW_SELF_CANDIDATES_PER_PART neighbours the graph takes the reverse pairs: its
     # recall is at least that of the forward candidates alone, row by row in k-th distance.
     pytest.importorskip("faiss")
-    import unimap._kernels.topk as topk
+    import unimap.neighbors.topk_numba as topk
 
     X = np.random.default_rng(12).standard_normal((3000, 16)).astype(np.float32)
     merged, _ = nearest_neighbors(X, 15, method="hnsw")
@@ -227,7 +227,7 @@ def test_hnsw_many_parts_layout_for_large_inputs(monkeypatch):
     pytest.importorskip("faiss")
     import pickle
 
-    import unimap._hnsw as nb
+    import unimap.neighbors.hnsw as nb
 
     monkeypatch.setattr(nb, "HNSW_MANY_PARTS_MIN_ROWS", 2000)
     rng = np.random.default_rng(5)

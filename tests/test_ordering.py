@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap.ordering import relabelled
+from unimap.runtime.ordering import relabelled
 
 
 @pytest.mark.parametrize("sort_rows", [False, True])

@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 
 import unimap
 from unimap import GDR, PCA, TSNE, UMAP
-from unimap.persistence import FORMAT_VERSION
+from unimap.io.persistence import FORMAT_VERSION
 
 DATA = Path(__file__).parent / "data"
 N_FIT, N_NEW = 250, 20

@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 
-from unimap._colors import OTHER_COLOR, TAB10, color_column  # noqa: E402
-from unimap.plotting import density_image, save_comparison, save_scatter, scatter  # noqa: E402
+from unimap.plotting.colors import OTHER_COLOR, TAB10, color_column  # noqa: E402
+from unimap.plotting.static import density_image, save_comparison, save_scatter, scatter  # noqa: E402
 
 
 def _clusters(n, k, seed=0):

@@ -1,4 +1,4 @@
-"""The kernels compiled ahead of time: after ``unimap._precompile``, a fresh process that
+"""The kernels compiled ahead of time: after ``unimap.cli.precompile``, a fresh process that
 fits and transforms with every method compiles nothing.
 
 The check can fail: a kernel that a common call reaches but the precompile step does not (a
@@ -49,7 +49,7 @@ def _python(code_or_args: list[str]) -> subprocess.CompletedProcess:
 def test_precompiled_kernels_leave_nothing_to_compile():
     # numba's cache is in the source tree here (as in an editable install): the first
     # process fills it, the second must only load.
-    done = _python(["-m", "unimap._precompile", "--quiet"])
+    done = _python(["-m", "unimap.cli.precompile", "--quiet"])
     assert done.returncode == 0, done.stderr
     user = _python(["-c", _USER_CALLS])
     assert user.returncode == 0, user.stderr
@@ -57,18 +57,21 @@ def test_precompiled_kernels_leave_nothing_to_compile():
     assert compiled == [], f"compiled on first use despite the precompile step: {compiled}"
 
 
-_KEY_KERNELS = ("umap_sgd.sgd_epoch_edges_2d", "umap_sgd.sgd_epoch_edges_2d_pooled",
-                "gdr_epochs.umap_epochs_2d",
-                "gdr_normalized._tsne_forces_2d", "bh_tree.build_tree", "tsne_fft.apply_kernels_2d")
+_KEY_KERNELS = ("optimizers.umap_sgd_numba.sgd_epoch_edges_2d",
+                "optimizers.umap_sgd_numba.sgd_epoch_edges_2d_pooled",
+                "optimizers.gdr_epochs_numba.umap_epochs_2d",
+                "optimizers.gdr_normalized_numba._tsne_forces_2d",
+                "optimizers.repulsion.bh_tree_numba.build_tree",
+                "optimizers.repulsion.fft_numba.apply_kernels_2d")
 
 
 def test_cache_status_after_precompile():
     # `unimap info` reports the kernels cached for this machine; after the precompile step
     # (run by the first test of this file, and by this one again if alone) the key kernels
     # are among them.
-    from unimap._precompile import cache_status
+    from unimap.cli.precompile import cache_status
 
-    assert _python(["-m", "unimap._precompile", "--quiet"]).returncode == 0
+    assert _python(["-m", "unimap.cli.precompile", "--quiet"]).returncode == 0
     status = cache_status()
     assert status is not None
     missing = [k for k in _KEY_KERNELS if not status.get(k)]
@@ -79,18 +82,18 @@ def test_info_reports_an_empty_cache(tmp_path):
     # With numba's cache pointed at an empty folder nothing is compiled for this machine,
     # and `unimap info` says the first calls will compile.
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "unimap.cli", "info", "--json"],
+    done = subprocess.run([sys.executable, "-m", "unimap.cli.main", "info", "--json"],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["compiled_kernels"] == {"for_this_machine": 0, "cached": 0}
-    text = subprocess.run([sys.executable, "-m", "unimap.cli", "info"], capture_output=True,
+    text = subprocess.run([sys.executable, "-m", "unimap.cli.main", "info"], capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=300, check=False).stdout
     assert "first call compiles" in text
 
 
 def test_cli_precompile(capsys):
-    from unimap.cli import main
+    from unimap.cli.main import main
 
     assert main(["precompile"]) == 0
     out = capsys.readouterr().out

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import unimap
-from unimap._progress import ProgressBar
+from unimap.runtime.progress import ProgressBar
 
 ESTIMATORS = {
     "UMAP": lambda **kw: unimap.UMAP(n_epochs=30, random_state=0, **kw),

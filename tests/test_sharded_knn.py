@@ -1,4 +1,4 @@
-"""The sharded kNN index of large inputs (unimap._sharded_knn), on small data with small cells."""
+"""The sharded kNN index of large inputs (unimap.neighbors.sharded), on small data, small cells."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import unimap
-import unimap._sharded_knn as sharded
-from unimap.neighbors import NeighborIndex, nearest_neighbors
+import unimap.neighbors.sharded as sharded
+from unimap.neighbors.graph import NeighborIndex, nearest_neighbors
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_probes_pairs_told_to_the_points_found(small_cells, monkeypatch):
     idx, dist = with_pairs.search(with_pairs.data, 15)
     two = sharded.ShardedHNSWIndex(X, 2, pca=None)
     np.testing.assert_array_equal(two.search(two.data, 15)[0], idx)
-    monkeypatch.setattr("unimap._kernels.knn_rows.offer_reverse_pairs", lambda *a: 0)
+    monkeypatch.setattr("unimap.neighbors.rows_numba.offer_reverse_pairs", lambda *a: 0)
     without = with_pairs.search(with_pairs.data, 15)[0]
     # measured 0.9851 against 0.9773
     assert _recall(idx, exact) > _recall(without, exact) + 0.004

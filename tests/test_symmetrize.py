@@ -1,11 +1,11 @@
-"""The affinity matrices built by unimap._kernels.symmetrize are bitwise those of scipy's
+"""The affinity matrices built by unimap.affinity.symmetrize_numba are bitwise those of scipy's
 sparse operations, which built them before (kept here as the oracle), in every mode."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap.affinity import (
+from unimap.affinity.joint import (
     fuzzy_simplicial_set,
     fuzzy_union,
     joint_affinities,
@@ -110,7 +110,7 @@ def test_fuzzy_simplicial_set_matches_scipy(graph, mix):
 @pytest.mark.parametrize("symmetrization", ["umap", "tsne", "none"])
 @pytest.mark.parametrize("kind", ["fuzzy", "perplexity"])
 def test_joint_affinities_match_scipy(graph, kind, symmetrization):
-    from unimap.affinity import conditional_probabilities
+    from unimap.affinity.joint import conditional_probabilities
 
     indices, distances = graph
     n = len(indices)
@@ -128,7 +128,7 @@ def test_joint_affinities_match_scipy(graph, kind, symmetrization):
 
 
 def test_perplexity_affinities_match_scipy(graph):
-    from unimap.affinity import conditional_probabilities
+    from unimap.affinity.joint import conditional_probabilities
 
     indices, distances = graph
     ours, _ = perplexity_affinities(indices, distances, 5.0)
@@ -163,7 +163,7 @@ def test_knn_affinities_reject_indices_out_of_range():
 def test_same_bits_for_any_thread_count(graph):
     import numba
 
-    from unimap._threads import numba_threads
+    from unimap.runtime.threads import numba_threads
 
     indices, distances = graph
     results = []

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from unimap._threads import _spread_cpus, numba_threads, pinned_pool, spread_threads
+from unimap.runtime.threads import _spread_cpus, numba_threads, pinned_pool, spread_threads
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="pinning uses Linux's sched_setaffinity")
@@ -118,7 +118,7 @@ def test_pinning_does_not_change_the_embedding(method, monkeypatch):
 def test_one_thread_epochs_run_unpinned(all_cpus, monkeypatch):
     # A one-thread epoch runs on numba's thread 0; pinned to the first CPU, it would run at
     # the speed of whatever else holds that CPU.
-    from unimap._threads import AdaptiveThreads
+    from unimap.runtime.threads import AdaptiveThreads
 
     monkeypatch.delenv("UNIMAP_PIN_THREADS", raising=False)
 

@@ -7,10 +7,10 @@ from scipy.special import entr
 from sklearn.exceptions import NotFittedError
 
 from unimap import TSNE
-from unimap.affinity import conditional_probabilities, perplexity_affinities
-from unimap.forces import RepulsionParams, kl_divergence, repulsion
+from unimap.affinity.joint import conditional_probabilities, perplexity_affinities
 from unimap.metrics import knn_accuracy_loo, trustworthiness, tsne_kl_divergence
-from unimap.neighbors import nearest_neighbors
+from unimap.neighbors.graph import nearest_neighbors
+from unimap.optimizers.forces import RepulsionParams, kl_divergence, repulsion
 
 
 def _affinities(X, perplexity=10.0):
@@ -54,7 +54,7 @@ def _exact_kl(P, Y, dof):
 
 
 def _analytic_gradient(P, Y, dof):
-    from unimap._kernels.tsne_gd import attraction
+    from unimap.optimizers.tsne_gd_numba import attraction
 
     P = P.tocsr()
     attr = np.empty_like(Y)

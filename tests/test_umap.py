@@ -215,7 +215,7 @@ def test_metrics(blobs, metric):
 def test_precomputed_distances_and_knn(blobs):
     from scipy.spatial.distance import cdist
 
-    from unimap.neighbors import nearest_neighbors
+    from unimap.neighbors.graph import nearest_neighbors
 
     X, y = blobs
     m1 = UMAP(metric="precomputed", random_state=0, n_epochs=60).fit(cdist(X, X))
@@ -273,7 +273,7 @@ def test_threaded_epochs_match_one_thread_bitwise(n_components):
 def test_sgd_relabelling_keeps_rows_in_input_order():
     # The fit SGD relabels points along a Z-order curve of their initial positions; rows of
     # its result, and of what its callback sees, must come back in input order.
-    from unimap.optimize import umap_sgd
+    from unimap.optimizers.umap_sgd import umap_sgd
 
     rng = np.random.default_rng(0)
     n = 2000
@@ -297,9 +297,9 @@ def test_sgd_relabelling_keeps_rows_in_input_order():
 
 
 def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(monkeypatch):
-    # Large fits draw each edge block's negatives from a pool (unimap.optimize.
+    # Large fits draw each edge block's negatives from a pool (unimap.optimizers.umap_sgd.
     # POOLED_NEGATIVES_MIN_ROWS); lowered here so that a small input takes that path.
-    import unimap.optimize as optimize
+    import unimap.optimizers.umap_sgd as optimize
 
     rng = np.random.default_rng(3)
     centres = rng.uniform(-10, 10, size=(8, 10))
@@ -321,7 +321,7 @@ def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(mo
 def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
     # The thresholds of test_quality_on_digits, for the pooled path forced on digits (pools of
     # 128 points per 512 edges; each pool point is drawn ~6 times per block there).
-    import unimap.optimize as optimize
+    import unimap.optimizers.umap_sgd as optimize
 
     monkeypatch.setattr(optimize, "POOLED_NEGATIVES_MIN_ROWS", 1000)
     X, y = digits
@@ -332,7 +332,7 @@ def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
 
 @pytest.mark.parametrize("pool, error", [(-1, ValueError), (2.5, TypeError)])
 def test_umap_sgd_refuses_a_bad_negative_pool(pool, error):
-    from unimap.optimize import umap_sgd
+    from unimap.optimizers.umap_sgd import umap_sgd
 
     init = np.zeros((10, 2), np.float32)
     graph = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))

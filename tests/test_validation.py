@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap._random import seed_from_random_state
-from unimap._threads import resolve_n_jobs
-from unimap._validation import (
+from unimap.runtime.random_streams import seed_from_random_state
+from unimap.runtime.threads import resolve_n_jobs
+from unimap.runtime.validation import (
     check_array,
     check_choice,
     check_float,
@@ -90,7 +90,7 @@ def test_seeds_and_threads():
 
 
 def test_spawned_seeds_at_are_the_spawned_children():
-    from unimap._random import spawn_seeds, spawned_seeds_at
+    from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
 
     every = spawn_seeds(12345, 50)
     picked = [0, 7, 49, 3]

@@ -3,7 +3,7 @@
 The estimators (``PCA``, ``UMAP``, ``TSNE``, ``GDR``) and the submodules (``datasets``,
 ``metrics``, ``analysis``, ...) are imported lazily, so ``import unimap`` stays fast and numba is
 only loaded when a method that needs it is used. ``unimap.load`` reads a model written by
-``est.save`` (:mod:`unimap.persistence`). ``unimap.io`` reads and writes tables (npy, npz,
+``est.save`` (:mod:`unimap.io.persistence`). ``unimap.io`` reads and writes tables (npy, npz,
 csv, parquet, h5ad); ``unimap.tl`` embeds AnnData objects scanpy style; ``unimap.dask``
 fits a sample and places every row of a dask array (``transform`` takes dask arrays).
 """
@@ -20,7 +20,7 @@ _LAZY_ATTRS = {
     "UMAP": "unimap.methods.umap",
     "TSNE": "unimap.methods.tsne",
     "GDR": "unimap.methods.gdr",
-    "load": "unimap.persistence",
+    "load": "unimap.io.persistence",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
                  "plotting", "io", "tl", "dask"}
@@ -30,10 +30,10 @@ __all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metric
 
 if TYPE_CHECKING:  # pragma: no cover
     from unimap import dask, datasets, io, metrics, tl
+    from unimap.io.persistence import load
     from unimap.methods.pca import PCA
     from unimap.methods.tsne import TSNE
     from unimap.methods.umap import UMAP
-    from unimap.persistence import load
 
 
 def __getattr__(name: str) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from unimap._io import atomic_path
+from unimap.io.atomic import atomic_path
 
 __all__ = ["load_digits", "load_mnist", "make_blobs", "read_idx", "load_builtin", "BUILTIN"]
 

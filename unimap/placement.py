@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._guards import UMAP_CAUSES, FiniteGuard
-from unimap.neighbors import NeighborIndex
+from unimap.neighbors.graph import NeighborIndex
+from unimap.runtime.guards import UMAP_CAUSES, FiniteGuard
 
 __all__ = ["fuzzy_placement", "perplexity_placement", "transform_epochs"]
 
@@ -71,14 +71,14 @@ def fuzzy_placement(
     seed : int
     n_epochs : int
     learning_rate, repulsion_strength, negative_sample_rate : float
-        As in :func:`unimap.optimize.umap_sgd`.
+        As in :func:`unimap.optimizers.umap_sgd.umap_sgd`.
 
     Returns
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity import membership_weights, smooth_knn_dist
-    from unimap.optimize import prune_graph, umap_sgd
+    from unimap.affinity.joint import membership_weights, smooth_knn_dist
+    from unimap.optimizers.umap_sgd import prune_graph, umap_sgd
 
     idx, dist = index.query(X, n_neighbors)
     # New points are not in the index, so no neighbour is "self": umap-learn lowers the
@@ -114,15 +114,16 @@ def perplexity_placement(
 
     Each new point gets conditional probabilities over its ``⌊3·perplexity⌋`` nearest training
     points and starts at the median of its 10 nearest neighbours' positions (at most the
-    ``⌊3·perplexity⌋`` found). ``params`` is a :class:`unimap.gradient_descent.RepulsionParams`;
-    the other parameters are those of :func:`unimap.gradient_descent.place_points`.
+    ``⌊3·perplexity⌋`` found). ``params`` is a
+    :class:`unimap.optimizers.gradient_descent.RepulsionParams`; the other parameters are those of
+    :func:`unimap.optimizers.gradient_descent.place_points`.
 
     Returns
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity import conditional_probabilities, perplexity_neighbors
-    from unimap.gradient_descent import place_points
+    from unimap.affinity.joint import conditional_probabilities, perplexity_neighbors
+    from unimap.optimizers.gradient_descent import place_points
 
     n_train = reference.shape[0]
     k = perplexity_neighbors(perplexity, n_train)

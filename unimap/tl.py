@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._anndata import default_rep, fit_record, is_anndata, representation
+from unimap.io.anndata_input import default_rep, fit_record, is_anndata, representation
 
 __all__ = ["embed", "umap", "tsne", "gdr", "knn_from_neighbors"]
 

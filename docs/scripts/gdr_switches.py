@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from unimap._io import atomic_path
 
 import unimap
-from unimap._io import atomic_path
 from unimap.datasets import load_mnist
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 

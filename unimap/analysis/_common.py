@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_int
 from unimap.metrics import _common as _metrics_common
 from unimap.metrics._checks import _check_pair
 from unimap.metrics._common import _prepare_rows
+from unimap.runtime.validation import check_int
 
 __all__ = ["check_pair", "sample_points", "sample_pair_distances", "rows_per_block",
            "RowOrder", "binned_mean", "pyplot", "new_axes", "point_size"]

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_int
 from unimap.analysis._common import (
     RowOrder,
     check_pair,
@@ -18,6 +17,7 @@ from unimap.analysis._common import (
     sample_points,
 )
 from unimap.metrics._common import _rng
+from unimap.runtime.validation import check_int
 
 __all__ = ["NeighborOverlap", "neighbor_overlap", "plot_neighbor_overlap"]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_int
 from unimap.analysis._common import pyplot
 from unimap.analysis._stability import clone_estimator
 from unimap.metrics._common import _rng
+from unimap.runtime.validation import check_int
 
 __all__ = ["RuntimeProfile", "runtime_profile", "plot_runtime_profile"]
 

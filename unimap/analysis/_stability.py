@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_array, check_float, check_int
 from unimap.analysis._common import pyplot
 from unimap.metrics._common import _rng
+from unimap.runtime.validation import check_array, check_float, check_int
 
 __all__ = ["SubsampleStability", "subsample_stability", "plot_subsample_stability",
            "clone_estimator", "procrustes_align"]

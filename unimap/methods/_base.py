@@ -22,14 +22,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._memory import (
+from unimap.dask.transform import is_dask_collection
+from unimap.methods._contract import EstimatorContract, not_fitted_error
+from unimap.neighbors.graph import METHODS, METRICS
+from unimap.runtime.device import DEVICES
+from unimap.runtime.memory import (
     MemoryEstimate,
     MemoryProfile,
     check_memory,
     input_copy_estimate,
     pipeline_estimate,
 )
-from unimap._params import (
+from unimap.runtime.params import (
     ArrayLike,
     Boolean,
     Integer,
@@ -40,14 +44,10 @@ from unimap._params import (
     Seed,
     validate_params,
 )
-from unimap._progress import ProgressBar
-from unimap._random import FitStreams, seed_from_random_state
-from unimap._threads import numba_threads, resolve_n_jobs
-from unimap._validation import check_embedding_finite, check_method_input
-from unimap.dask import is_dask_collection
-from unimap.device import DEVICES
-from unimap.methods._contract import EstimatorContract, not_fitted_error
-from unimap.neighbors import METHODS, METRICS
+from unimap.runtime.progress import ProgressBar
+from unimap.runtime.random_streams import FitStreams, seed_from_random_state
+from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.validation import check_embedding_finite, check_method_input
 
 __all__ = ["PhaseTimer", "UnimapEstimator", "NeighborEmbedding"]
 
@@ -106,7 +106,7 @@ class PhaseTimer:
 class UnimapEstimator(EstimatorContract):
     """scikit-learn contract shared by every unimap estimator.
 
-    Subclasses declare ``_parameter_constraints`` (see :mod:`unimap._params`) and may add
+    Subclasses declare ``_parameter_constraints`` (see :mod:`unimap.runtime.params`) and may add
     ``_check_param_relations`` for rules that tie parameters together.
     """
 
@@ -126,7 +126,7 @@ class UnimapEstimator(EstimatorContract):
         :func:`unimap.load`.
 
         The file is a zip archive of a JSON header and ``.npy`` arrays
-        (:mod:`unimap.persistence`, ``docs/persistence.md``); it is written atomically.
+        (:mod:`unimap.io.persistence`, ``docs/persistence.md``); it is written atomically.
 
         Parameters
         ----------
@@ -148,7 +148,7 @@ class UnimapEstimator(EstimatorContract):
         sklearn.exceptions.NotFittedError
             If the estimator is not fitted.
         """
-        from unimap.persistence import save
+        from unimap.io.persistence import save
 
         return save(self, path, include_training_data=include_training_data,
                     include_graph=include_graph)
@@ -173,8 +173,8 @@ class UnimapEstimator(EstimatorContract):
 
     def _dask_transform(self, X: Any, options: dict) -> Any:
         """``transform`` of a dask collection: checked here, then placed block by block
-        on the workers by ``_transform`` (:mod:`unimap.dask`); lazy."""
-        from unimap.dask import transform_blocks
+        on the workers by ``_transform`` (:mod:`unimap.dask.transform`); lazy."""
+        from unimap.dask.transform import transform_blocks
 
         self._check_can_transform()
         return transform_blocks(self, X, options, self._n_features_expected)
@@ -220,7 +220,7 @@ class NeighborEmbedding(UnimapEstimator):
     - ``_place(X) -> embedding`` for ``transform``;
 
     and may override ``_cuda_phases(fit)``: the phases with CUDA kernels
-    (:mod:`unimap.device`).
+    (:mod:`unimap.runtime.device`).
     """
 
     _scale = "box"
@@ -287,7 +287,7 @@ class NeighborEmbedding(UnimapEstimator):
         ----------
         X : array of shape (m, n_features), or (m, n_train) distances if precomputed
             A ``dask.array.Array`` is placed block by block on the workers
-            (:mod:`unimap.dask`, ``docs/dask.md``).
+            (:mod:`unimap.dask.transform`, ``docs/dask.md``).
 
         Returns
         -------
@@ -323,7 +323,7 @@ class NeighborEmbedding(UnimapEstimator):
         if any phase runs on the GPU) from the ``device`` parameter."""
         import warnings
 
-        from unimap.device import resolve_device
+        from unimap.runtime.device import resolve_device
 
         device = resolve_device(self.device)
         on_gpu = self._cuda_phases(fit, X) if device == "cuda" else ()
@@ -338,8 +338,8 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _cuda_phases(self, fit: SimpleNamespace, X: Any) -> tuple[str, ...]:
         """The phases of this fit that have CUDA kernels: the neighbours where the GPU kNN
-        serves them (:mod:`unimap._cuda.knn`), and what a method adds."""
-        from unimap.neighbors import NeighborIndex
+        serves them (:mod:`unimap.neighbors.brute_force_cuda`), and what a method adds."""
+        from unimap.neighbors.graph import NeighborIndex
 
         if self.precomputed_knn is not None or sp.issparse(X):
             return ()
@@ -373,9 +373,9 @@ class NeighborEmbedding(UnimapEstimator):
         return estimate.peak
 
     def _memory_estimate(self, fit: SimpleNamespace, X: Any) -> MemoryEstimate:
-        """The phases' peaks (:func:`unimap._memory.pipeline_estimate`) from the shapes,
+        """The phases' peaks (:func:`unimap.runtime.memory.pipeline_estimate`) from the shapes,
         the plan and the method's :class:`MemoryProfile`."""
-        from unimap.neighbors import NeighborIndex
+        from unimap.neighbors.graph import NeighborIndex
 
         n, d = X.shape
         knn = ("precomputed" if self.precomputed_knn is not None
@@ -389,15 +389,15 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _epoch_guard(self, fit: SimpleNamespace, causes: str, name: str | None = None):
         """The optimizer's per-epoch hook: the finiteness guard, advancing the epoch bar."""
-        from unimap._guards import FiniteGuard
+        from unimap.runtime.guards import FiniteGuard
 
         return FiniteGuard(name or type(self).__name__, causes,
                            getattr(fit, "_epochs", None))
 
     def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""
-        from unimap._validation import check_knn_graph
-        from unimap.neighbors import NeighborIndex
+        from unimap.neighbors.graph import NeighborIndex
+        from unimap.runtime.validation import check_knn_graph
 
         k = fit.n_neighbors_
         if self.precomputed_knn is not None:
@@ -412,7 +412,7 @@ class NeighborEmbedding(UnimapEstimator):
         return graph.indices, graph.distances
 
     def _initialize(self, fit: SimpleNamespace, X: Any, seed: int) -> np.ndarray:
-        from unimap.initialization import initialize
+        from unimap.initialization.layouts import initialize
 
         features = None if self.metric == "precomputed" else X
         Y, fit.init_info_ = initialize(fit.init_, features, self._init_graph(fit),

@@ -14,7 +14,7 @@ already in use (its tags, its global ``set_output`` config, its ``NotFittedError
 - ``feature_names_in_`` from a DataFrame's string columns, checked again in ``transform``,
   and ``get_feature_names_out`` (``umap0``, ``umap1``, ...);
 - AnnData input (``obsm["X_pca"]``, else ``X`` with ``var_names`` as feature names), turned
-  into its matrix in one place (``_fit_input`` / ``_new_input``, :mod:`unimap._anndata`);
+  into its matrix in one place (``_fit_input`` / ``_new_input``, :mod:`unimap.io.anndata_input`);
 - ``__sklearn_tags__`` and ``__sklearn_is_fitted__``.
 
 ``clone``, ``Pipeline``, ``GridSearchCV`` and ``check_estimator`` work on it (tested in
@@ -119,7 +119,7 @@ class EstimatorContract:
         return hasattr(self, self._fitted_attribute)
 
     def _fit_input(self, X: Any, fit: Any) -> Any:
-        """The data of ``fit``: an AnnData's representation (:mod:`unimap._anndata`: its
+        """The data of ``fit``: an AnnData's representation (:mod:`unimap.io.anndata_input`: its
         ``obsm["X_pca"]``, else ``X``), anything else as given. Feature names (a DataFrame's
         string columns, an AnnData's ``var_names`` when its ``X`` is used) are stored as
         ``feature_names_in_`` on ``fit``."""
@@ -185,7 +185,7 @@ class EstimatorContract:
             kind = sys.modules["sklearn"].get_config().get("transform_output", "default")
         if kind in (None, "default") or not isinstance(out, np.ndarray):
             return out
-        from unimap._anndata import is_anndata
+        from unimap.io.anndata_input import is_anndata
 
         columns = list(self.get_feature_names_out())
         if kind == "pandas":
@@ -211,10 +211,10 @@ class EstimatorContract:
 def _unwrap(X: Any, use_rep: str | None = None) -> tuple[Any, np.ndarray | None, str | None]:
     """``(data, feature names or None, the AnnData representation used or None)`` of an
     estimator's input (see ``_fit_input``); ``use_rep`` is the representation fit used."""
-    from unimap._anndata import is_anndata
+    from unimap.io.anndata_input import is_anndata
 
     if is_anndata(X):
-        from unimap._anndata import representation
+        from unimap.io.anndata_input import representation
 
         try:
             return representation(X, use_rep)

@@ -1,19 +1,20 @@
 """GDR, the unified gradient method ("Uniform UMAP", reference 002; Draganov et al.).
 
-A declaration of unimap's shared parts: neighbours (:mod:`unimap.neighbors`) → P
-(:func:`unimap.affinity.joint_affinities`: UMAP's fuzzy graph, or t-SNE's perplexity-calibrated
-P normalised to sum 1) → initialization (:mod:`unimap.initialization`) → full-batch epochs
-over the CSR edge list, per edge one attraction and ``n_negatives`` uniform negative samples:
+A declaration of unimap's shared parts: neighbours (:mod:`unimap.neighbors.graph`) → P
+(:func:`unimap.affinity.joint.joint_affinities`: UMAP's fuzzy graph, or t-SNE's
+perplexity-calibrated P normalised to sum 1) → initialization
+(:mod:`unimap.initialization.layouts`) → full-batch epochs over the CSR edge list, per edge one
+attraction and ``n_negatives`` uniform negative samples:
 
 - ``normalized=False`` (UMAP-like): fuzzy cross-entropy with the ``1 − p_ik`` of the repulsion
   replaced by the mean edge weight p̄, linearly decaying step, clipping
-  (:func:`unimap.optimize.full_batch_umap`);
+  (:func:`unimap.optimizers.umap_sgd.full_batch_umap`);
 - ``normalized=True`` (t-SNE-like): KL(P‖Q) with Z estimated from the same negative samples
-  (:class:`unimap.forces.SampledForces`), early exaggeration, momentum and gains
-  (:func:`unimap.gradient_descent.gradient_descent`).
+  (:class:`unimap.optimizers.forces.SampledForces`), early exaggeration, momentum and gains
+  (:func:`unimap.optimizers.gradient_descent.gradient_descent`).
 
 The losses and their gradients, exactly as implemented, are written out in
-:mod:`unimap._kernels.gdr`. Unlike the public GDR implementation, the t-SNE mode calibrates
+:mod:`unimap.optimizers.gdr_numba`. Unlike the public GDR implementation, the t-SNE mode calibrates
 P to a perplexity, keeps the chain-rule factor of ``d^(2b)`` for b ≠ 1, accumulates forces per
 destination (no racing scatters) and draws negatives from a counter-based hash, so that the
 same ``random_state`` gives bitwise the same embedding for any ``n_jobs``.
@@ -25,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from unimap._memory import MemoryProfile
-from unimap._params import (
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
+from unimap.runtime.memory import MemoryProfile
+from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
     Boolean,
@@ -35,8 +38,6 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
-from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
 
 __all__ = ["GDR"]
 
@@ -46,7 +47,7 @@ _UMAP_MOMENTUM = 0.5
 _UMAP_NEGATIVES = 1.0
 LOCALITY_MIN_ROWS = 50_000  # GDR(): relabel points for memory locality from here on
 # ... and draw the negatives of each block of rows from a pool of this many points
-# (unimap._kernels.gdr_unnormalized.umap_epoch; measured in docs/gdr.md). Each pool point
+# (unimap.optimizers.gdr_unnormalized_numba.umap_epoch; measured in docs/gdr.md). Each pool point
 # is a random read of a whole cache line: 512 per 256-row block cost 1M points 6.7% of an
 # epoch more than 128, at the same quality (MNIST-70k, seeds 0-5, docs/gdr.md).
 NEGATIVE_POOL = 128
@@ -101,7 +102,7 @@ class GDR(NeighborEmbedding):
         every row uses them, ``M/early_exaggeration`` during early exaggeration. Default: 1;
         with shared samples ``1000·n/nnz``, i.e. M = 1000 at any perplexity (25 per edge at
         perplexity 10 on MNIST; recorded in ``n_negatives_``). More samples lower the noise of
-        the repulsion, not its expected strength (see :mod:`unimap._kernels.gdr`).
+        the repulsion, not its expected strength (see :mod:`unimap.optimizers.gdr_numba`).
     shared_negatives : bool, optional
         Normalized mode: draw one set of negative samples per epoch for all rows instead of
         per row. Its noise is common to neighbouring points, so it does not shuffle them
@@ -155,7 +156,7 @@ class GDR(NeighborEmbedding):
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
     device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
         present. Inputs and outputs stay NumPy arrays on the host.
 
@@ -193,7 +194,7 @@ class GDR(NeighborEmbedding):
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap._memory`).
+        (see :mod:`unimap.runtime.memory`).
 
     Notes
     -----
@@ -305,8 +306,8 @@ class GDR(NeighborEmbedding):
 
     # -- the plan: resolved defaults -----------------------------------------------------------
     def _resolve(self, n: int) -> dict:
-        from unimap.affinity import effective_perplexity, perplexity_neighbors
-        from unimap.kernel import find_ab_params
+        from unimap.affinity.joint import effective_perplexity, perplexity_neighbors
+        from unimap.lowdim.ab_fit import find_ab_params
 
         normalized = self.normalized
         fit: dict[str, Any] = {
@@ -352,7 +353,7 @@ class GDR(NeighborEmbedding):
         return fit
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap._memory import OPTIMIZER_BYTES
+        from unimap.runtime.memory import OPTIMIZER_BYTES
 
         edges = n * fit.n_neighbors_
         if self.normalized:  # Z-ordered copies of P (and Pᵀ), float64 positions and gains
@@ -365,7 +366,7 @@ class GDR(NeighborEmbedding):
         return MemoryProfile("fuzzy", arrays, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity import joint_affinities
+        from unimap.affinity.joint import joint_affinities
 
         n = knn_indices.shape[0]
         P = joint_affinities(knn_indices, knn_dists,
@@ -393,7 +394,7 @@ class GDR(NeighborEmbedding):
         return step, step
 
     def _cuda_phases(self, fit, X) -> tuple[str, ...]:
-        # normalized: 2-D with shared samples only (unimap._cuda.gdr_normalized says why)
+        # normalized: 2-D with shared samples only (unimap.optimizers.gdr_normalized_cuda says why)
         gpu_optimizer = not self.normalized or (fit.shared_negatives_
                                                 and self.n_components == 2)
         return super()._cuda_phases(fit, X) + (("optimize",) if gpu_optimizer else ())
@@ -405,10 +406,10 @@ class GDR(NeighborEmbedding):
     def _optimize(self, fit, init, seed):
         if self.normalized:
             return self._optimize_normalized(fit, init, seed)
-        from unimap._guards import UMAP_CAUSES
-        from unimap.forces import gdr_edge_arrays
-        from unimap.optimize import full_batch_umap
-        from unimap.ordering import in_input_order, locality_order
+        from unimap.optimizers.forces import gdr_edge_arrays
+        from unimap.optimizers.umap_sgd import full_batch_umap
+        from unimap.runtime.guards import UMAP_CAUSES
+        from unimap.runtime.ordering import in_input_order, locality_order
 
         # Large inputs: points relabelled along a Z-order curve of their start, so that a
         # row's neighbours lie close in memory (the random reads of the embedding dominate an
@@ -433,11 +434,16 @@ class GDR(NeighborEmbedding):
         return Y if order is None else in_input_order(Y, order)
 
     def _optimize_normalized(self, fit, init, seed):
-        from unimap._guards import TSNE_CAUSES
-        from unimap._threads import adaptive_threads
-        from unimap.forces import SampledForces, gdr_edge_arrays
-        from unimap.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
-        from unimap.ordering import in_input_order, locality_order
+        from unimap.optimizers.forces import SampledForces, gdr_edge_arrays
+        from unimap.optimizers.gradient_descent import (
+            MAX_STEP_NORM,
+            MIN_GAIN,
+            Phase,
+            gradient_descent,
+        )
+        from unimap.runtime.guards import TSNE_CAUSES
+        from unimap.runtime.ordering import in_input_order, locality_order
+        from unimap.runtime.threads import adaptive_threads
 
         # Points relabelled along a Z-order curve of their start: a row's neighbours then lie
         # close in memory and the near field reads them from cache. The order depends on the
@@ -464,7 +470,7 @@ class GDR(NeighborEmbedding):
         ]
         guard = self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)")
         if fit.devices_["optimize"] == "cuda":
-            from unimap._cuda.gdr_normalized import gradient_descent_cuda
+            from unimap.optimizers.gdr_normalized_cuda import gradient_descent_cuda
 
             Y = gradient_descent_cuda(np.array(init[order], dtype=np.float32), forces, phases,
                                       MIN_GAIN, MAX_STEP_NORM, _CENTER_EVERY, guard, order)
@@ -509,7 +515,7 @@ class GDR(NeighborEmbedding):
         return super().transform(X)
 
     def _place(self, X):
-        from unimap.forces import RepulsionParams
+        from unimap.optimizers.forces import RepulsionParams
         from unimap.placement import fuzzy_placement, perplexity_placement, transform_epochs
 
         if self.normalized:

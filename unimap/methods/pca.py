@@ -1,7 +1,7 @@
 """Principal component analysis (reference 000) as a scikit-learn estimator.
 
-The mathematics (centre, decompose, sort, fix signs) is in :mod:`unimap._pca`, which the PCA
-initialization and the kNN search's reduction share.
+The mathematics (centre, decompose, sort, fix signs) is in :mod:`unimap.decomposition.pca`, which
+the PCA initialization and the kNN search's reduction share.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._params import Boolean, Integer, Options, Seed
-from unimap._pca import SOLVERS, fit_pca, project
-from unimap._random import seed_from_random_state
-from unimap._validation import check_array, check_int
-from unimap.dask import is_dask_collection
+from unimap.dask.transform import is_dask_collection
+from unimap.decomposition.pca import SOLVERS, fit_pca, project
 from unimap.methods._base import UnimapEstimator
+from unimap.runtime.params import Boolean, Integer, Options, Seed
+from unimap.runtime.random_streams import seed_from_random_state
+from unimap.runtime.validation import check_array, check_int
 
 __all__ = ["PCA"]
 
@@ -37,7 +37,7 @@ class PCA(UnimapEstimator):
       large inputs when few components are wanted; never forms the centred copy of ``X``.
 
     ``fit`` of a ``dask.array.Array`` never gathers it: the covariance solver's matrix is
-    summed block by block on the workers (:func:`unimap.dask.scatter_moments`), so data
+    summed block by block on the workers (:func:`unimap.dask.transform.scatter_moments`), so data
     far larger than one machine's memory is reduced in one pass over its blocks, and
     ``transform`` projects it block by block, lazily (``docs/dask.md``).
 
@@ -115,7 +115,7 @@ class PCA(UnimapEstimator):
         """Project ``X`` of shape (m, n_features) onto the components: (m, n_components).
 
         The result is float64 for float64 input, else float32. A ``dask.array.Array`` gives
-        a lazy one, projected block by block on its workers (:mod:`unimap.dask`)."""
+        a lazy one, projected block by block on its workers (:mod:`unimap.dask.transform`)."""
         return self._transform(X)
 
     def _transform_dtype(self, dtype: np.dtype) -> np.dtype:
@@ -147,7 +147,7 @@ class PCA(UnimapEstimator):
 
     @property
     def _axes(self):
-        from unimap._pca import PCAFit
+        from unimap.decomposition.pca import PCAFit
 
         return PCAFit(self.components_, self.mean_, self.explained_variance_,
                       self.explained_variance_ratio_, self.singular_values_, self.svd_solver_)
@@ -163,7 +163,7 @@ class PCA(UnimapEstimator):
         k = check_int(self.n_components, "n_components", 1, min(n, d))
         solver = self.svd_solver
         if solver == "auto":
-            from unimap._pca import choose_solver
+            from unimap.decomposition.pca import choose_solver
 
             solver = choose_solver(n, d, k)
         seed = seed_from_random_state(self.random_state) if solver == "randomized" else 0
@@ -172,9 +172,10 @@ class PCA(UnimapEstimator):
 
     def _fit_dask(self, X: Any, start: float) -> Any:
         """Fit on a dask array without gathering it: one pass over its blocks for the
-        covariance (:func:`unimap.dask.scatter_moments`), then its leading eigenvectors."""
-        from unimap._pca import axes_from_scatter
-        from unimap.dask import checked_rows, scatter_moments
+        covariance (:func:`unimap.dask.transform.scatter_moments`), then its leading
+        eigenvectors."""
+        from unimap.dask.transform import checked_rows, scatter_moments
+        from unimap.decomposition.pca import axes_from_scatter
 
         if self.svd_solver not in ("auto", "covariance"):
             raise ValueError(

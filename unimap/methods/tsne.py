@@ -1,10 +1,10 @@
 """t-SNE (van der Maaten & Hinton 2008) as a declaration of unimap's shared parts.
 
-neighbours (:mod:`unimap.neighbors`, ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised P
-(:mod:`unimap.affinity`) → initialization (:mod:`unimap.initialization`, std 1e-4) →
+neighbours (:mod:`unimap.neighbors.graph`, ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised P
+(:mod:`unimap.affinity.joint`) → initialization (:mod:`unimap.initialization.layouts`, std 1e-4) →
 Student-t kernel with ``dof`` degrees of freedom, repulsion exact, Barnes-Hut or FFT
-(:mod:`unimap.forces`) → full-batch gradient descent with exaggeration phases, momentum and
-gains (:mod:`unimap.gradient_descent`); new points by
+(:mod:`unimap.optimizers.forces`) → full-batch gradient descent with exaggeration phases, momentum
+and gains (:mod:`unimap.optimizers.gradient_descent`); new points by
 :func:`unimap.placement.perplexity_placement`.
 """
 
@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from unimap import placement
-from unimap._guards import TSNE_CAUSES
-from unimap._memory import MemoryProfile
-from unimap._params import (
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.runtime.guards import TSNE_CAUSES
+from unimap.runtime.memory import MemoryProfile
+from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
     Integer,
@@ -26,9 +27,8 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap._threads import adaptive_threads
-from unimap._validation import check_float, check_int
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.runtime.threads import adaptive_threads
+from unimap.runtime.validation import check_float, check_int
 
 __all__ = ["TSNE"]
 
@@ -105,7 +105,7 @@ default="pca"
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
     device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
         present. Inputs and outputs stay NumPy arrays on the host.
 
@@ -139,7 +139,7 @@ default="pca"
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap._memory`).
+        (see :mod:`unimap.runtime.memory`).
     """
 
     _scale = "std"
@@ -236,7 +236,7 @@ default="pca"
         return self.graph_
 
     def _resolve(self, n: int) -> dict:
-        from unimap.affinity import effective_perplexity, perplexity_neighbors
+        from unimap.affinity.joint import effective_perplexity, perplexity_neighbors
 
         perplexity = effective_perplexity(self.perplexity, n, stacklevel=5)
         return {"method_": self._resolve_method(n), "perplexity_": perplexity,
@@ -245,7 +245,7 @@ default="pca"
                 "n_epochs_": self.n_iter, "init_": self.init}
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap._memory import OPTIMIZER_BYTES, fft_grid_bytes
+        from unimap.runtime.memory import OPTIMIZER_BYTES, fft_grid_bytes
 
         width = self.n_components
         # float64 position, update, gains and gradient parts; the P arrays in float64
@@ -258,14 +258,14 @@ default="pca"
         return MemoryProfile("perplexity", arrays + repulsion, "perplexity", advice)
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity import perplexity_affinities
+        from unimap.affinity.joint import perplexity_affinities
 
         P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_)
         return P
 
     def _optimize(self, fit, init, seed):
-        from unimap.forces import TSNEForces
-        from unimap.gradient_descent import Phase, gradient_descent
+        from unimap.optimizers.forces import TSNEForces
+        from unimap.optimizers.gradient_descent import Phase, gradient_descent
 
         n_early = min(self.early_exaggeration_iter, self.n_iter)
         phases = [
@@ -336,7 +336,7 @@ default="pca"
             options["exaggeration"], options["momentum"], options["max_grad_norm"])
 
     def _repulsion_params(self, method: str):
-        from unimap.forces import RepulsionParams
+        from unimap.optimizers.forces import RepulsionParams
 
         return RepulsionParams(method, float(self.theta), float(self.dof),
                                int(self.n_interpolation_points), int(self.min_num_intervals),

@@ -1,8 +1,8 @@
 """UMAP (McInnes, Healy & Melville 2018) as a declaration of unimap's shared parts.
 
-neighbours (:mod:`unimap.neighbors`) → fuzzy simplicial set (:mod:`unimap.affinity`) →
-initialization (:mod:`unimap.initialization`, [0, 10] box) → kernel ``1/(1 + a d^(2b))``
-(:mod:`unimap.kernel`) → edge-sampled SGD (:mod:`unimap.optimize`); new points by
+neighbours (:mod:`unimap.neighbors.graph`) → fuzzy simplicial set (:mod:`unimap.affinity.joint`) →
+initialization (:mod:`unimap.initialization.layouts`, [0, 10] box) → kernel ``1/(1 + a d^(2b))``
+(:mod:`unimap.lowdim.ab_fit`) → edge-sampled SGD (:mod:`unimap.optimizers.umap_sgd`); new points by
 :func:`unimap.placement.fuzzy_placement`.
 """
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from unimap._memory import MemoryProfile
-from unimap._params import (
+from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.runtime.memory import MemoryProfile
+from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
     Integer,
@@ -20,7 +21,6 @@ from unimap._params import (
     Options,
     Real,
 )
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 
 __all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
@@ -46,12 +46,13 @@ def capped_n_neighbors(n_neighbors: int, n: int) -> int:
 class UMAP(NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
 
-    The optimizer is unimap's edge-coloured threaded SGD (see :mod:`unimap._kernels.umap_sgd`):
-    it uses all cores and the same ``random_state`` gives bitwise the same embedding for any
-    ``n_jobs``; there is no separate "reproducible mode" to remember. From 50,000 points on
-    (2-D, on the CPU; :data:`unimap.optimize.POOLED_NEGATIVES_MIN_ROWS`), each block of 512
-    edges draws its negative samples from a pool of 128 points drawn afresh every epoch,
-    instead of each sample from all points as umap-learn does: on MNIST-70k the SGD runs
+    The optimizer is unimap's edge-coloured threaded SGD (see
+    :mod:`unimap.optimizers.umap_sgd_numba`): it uses all cores and the same ``random_state`` gives
+    bitwise the same embedding for any ``n_jobs``; there is no separate "reproducible mode" to
+    remember. From 50,000 points on (2-D, on the CPU;
+    :data:`unimap.optimizers.umap_sgd.POOLED_NEGATIVES_MIN_ROWS`), each block of 512 edges draws
+    its negative samples from a pool of 128 points drawn afresh every epoch, instead of each sample
+    from all points as umap-learn does: on MNIST-70k the SGD runs
     1.4-1.5x faster at the same 10-NN accuracy and trustworthiness, and more so on larger data
     (``benchmarks/results/scale_umap.md``).
 
@@ -90,7 +91,7 @@ default="spectral"
     n_jobs : int, default=-1
         Threads (-1: all cores). Does not change the result.
     knn_method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
-        Nearest-neighbour backend (see :mod:`unimap.neighbors`).
+        Nearest-neighbour backend (see :mod:`unimap.neighbors.graph`).
     precomputed_knn : tuple (indices, distances), optional
         A kNN graph of ``X`` with shape (n_samples, >= n_neighbors) each, column 0 the point
         itself; skips the neighbour search (``transform`` is then unavailable).
@@ -102,7 +103,7 @@ default="spectral"
     verbose : bool, default=False
         Print the phases and their times.
     device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.device`): ``"cuda"`` on the GPU
+        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
         present. Inputs and outputs stay NumPy arrays on the host.
 
@@ -136,7 +137,7 @@ default="spectral"
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap._memory`).
+        (see :mod:`unimap.runtime.memory`).
     """
 
     _parameter_constraints = {
@@ -209,7 +210,7 @@ default="spectral"
         check_kernel_params(self)
 
     def _resolve(self, n: int) -> dict:
-        from unimap.kernel import find_ab_params
+        from unimap.lowdim.ab_fit import find_ab_params
 
         if self.a is None:
             a, b = find_ab_params(self.spread, self.min_dist)
@@ -220,15 +221,15 @@ default="spectral"
                 "init_": self.init}
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap._memory import OPTIMIZER_BYTES
+        from unimap.runtime.memory import OPTIMIZER_BYTES
 
         # the SGD's per-edge schedules over the pruned graph, its head/tail/weight arrays
         sgd = n * fit.n_neighbors_ * OPTIMIZER_BYTES["umap_sgd"] + n * self.n_components * 16
         return MemoryProfile("fuzzy", sgd, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity import fuzzy_simplicial_set
-        from unimap.optimize import prune_graph
+        from unimap.affinity.joint import fuzzy_simplicial_set
+        from unimap.optimizers.umap_sgd import prune_graph
 
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
             knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio)
@@ -239,10 +240,10 @@ default="spectral"
         return fit._pruned
 
     def _optimize(self, fit, init, seed):
-        from unimap.optimize import umap_sgd
+        from unimap.optimizers.umap_sgd import umap_sgd
 
         graph = fit.__dict__.pop("_pruned")  # not kept: graph_ holds the full graph
-        from unimap._guards import UMAP_CAUSES
+        from unimap.runtime.guards import UMAP_CAUSES
 
         return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
                         learning_rate=self.learning_rate,

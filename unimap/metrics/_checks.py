@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._validation import check_array, check_choice, check_int
-from unimap.neighbors import METRICS
+from unimap.neighbors.graph import METRICS
+from unimap.runtime.validation import check_array, check_choice, check_int
 
 
 def _float_dtype(X: Any) -> type | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap._random import seed_from_random_state
+from unimap.runtime.random_streams import seed_from_random_state
 
 # Distances held at once by the blocked computations (rows of distances, pair batches).
 _BLOCK_BYTES = 1 << 26  # 64 MiB

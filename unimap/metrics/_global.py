@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_int
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_pair
 from unimap.metrics._common import _prepare_rows, _rng
+from unimap.runtime.validation import check_int
 
 
 def _paired_distances(X: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,

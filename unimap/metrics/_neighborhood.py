@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from unimap._validation import check_array, check_int
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_labels, _check_pair
 from unimap.metrics._common import _rng
-from unimap.neighbors import NeighborIndex, nearest_neighbors
+from unimap.neighbors.graph import NeighborIndex, nearest_neighbors
+from unimap.runtime.validation import check_array, check_int
 
 
 def _drop_self(indices: np.ndarray, query_ids: np.ndarray, k: int) -> np.ndarray:
@@ -81,7 +81,7 @@ def knn_recall(
     """Neighbourhood preservation: the mean fraction of each point's ``k`` nearest input
     neighbours that are also among its ``k`` nearest embedding neighbours.
 
-    Both neighbour sets are exact (:mod:`unimap.neighbors`, ``method="exact"``) and exclude
+    Both neighbour sets are exact (:mod:`unimap.neighbors.graph`, ``method="exact"``) and exclude
     the point itself.
 
     Parameters

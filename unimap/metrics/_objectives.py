@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap._threads import numba_threads, resolve_n_jobs
-from unimap._validation import check_array, check_float
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_square_sparse
+from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.validation import check_array, check_float
 
 # Floor of u = a·d^(2b) in the UMAP cross-entropy, so that coincident embedding points give a
 # large finite repulsive term (-log(1 - v) ≈ 27.6) instead of infinity.
@@ -44,8 +44,8 @@ def _sum_over_pairs(kernel: Callable, embedding: np.ndarray, params: tuple,
     """Sum of a pair term over all pairs ``i < j`` of embedding rows, by a parallel kernel.
 
     ``kernel(embedding, *params, out)`` is one of the balanced all-pairs kernels of
-    :mod:`unimap._kernels.metrics` (:func:`~unimap._kernels.metrics.student_t_pair_sums`,
-    :func:`~unimap._kernels.metrics.umap_repulsion_pair_sums`): it writes ``(n + 1) // 2``
+    :mod:`unimap.metrics.ranks_numba` (:func:`~unimap.metrics.ranks_numba.student_t_pair_sums`,
+    :func:`~unimap.metrics.ranks_numba.umap_repulsion_pair_sums`): it writes ``(n + 1) // 2``
     partial sums into ``out``, which are added up here in a fixed order, so the result does
     not depend on the number of threads (``n_jobs``; -1: all cores).
     """
@@ -112,7 +112,7 @@ def tsne_kl_divergence(
     float
         KL(P ‖ Q) in nats, ≥ 0.
     """
-    from unimap._kernels.metrics import student_t_pair_sums
+    from unimap.metrics.ranks_numba import student_t_pair_sums
 
     embedding, P = _check_objective_inputs(P, "P", embedding)
     dof = check_float(dof, "dof", 0.0, low_inclusive=False)
@@ -160,11 +160,11 @@ def umap_cross_entropy(
     ----------
     graph : {sparse matrix, ndarray} of shape (n_samples, n_samples)
         Fuzzy membership strengths ``w_ij`` in [0, 1], e.g. from
-        :func:`unimap.affinity.fuzzy_simplicial_set`.
+        :func:`unimap.affinity.joint.fuzzy_simplicial_set`.
     embedding : array-like of shape (n_samples, n_components)
     a, b : float > 0, optional
         Low-dimensional kernel parameters; both or neither. Default: fitted from
-        ``min_dist`` and ``spread`` by :func:`unimap.kernel.find_ab_params`.
+        ``min_dist`` and ``spread`` by :func:`unimap.lowdim.ab_fit.find_ab_params`.
     min_dist : float, default=0.1
     spread : float, default=1.0
     n_jobs : int, default=-1
@@ -175,8 +175,8 @@ def umap_cross_entropy(
     float
         The cross-entropy in nats, ≥ 0.
     """
-    from unimap._kernels.metrics import umap_repulsion_pair_sums
-    from unimap.kernel import find_ab_params
+    from unimap.lowdim.ab_fit import find_ab_params
+    from unimap.metrics.ranks_numba import umap_repulsion_pair_sums
 
     embedding, graph = _check_objective_inputs(graph, "graph", embedding)
     if (a is None) != (b is None):

@@ -8,11 +8,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap._threads import numba_threads, resolve_n_jobs
-from unimap._validation import check_int
 from unimap.metrics import _common
 from unimap.metrics._checks import _check_pair, _check_trustworthiness_neighbors
 from unimap.metrics._common import _prepare_rows, _rng
+from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.validation import check_int
 
 # Metrics the sampled trustworthiness ranks by: all three are euclidean on prepared rows.
 _SAMPLED_METRICS = ("euclidean", "cosine", "correlation")
@@ -49,7 +49,7 @@ def _exact_rank_penalty(rank_data, rank_metric: str, neighbors: np.ndarray) -> f
     """
     from sklearn.metrics import pairwise_distances
 
-    from unimap._kernels.metrics import rank_counts
+    from unimap.metrics.ranks_numba import rank_counts
 
     n, k = neighbors.shape
     rows_per_block = max(1, min(n, _common._BLOCK_BYTES // (8 * n)))
@@ -215,7 +215,7 @@ default="euclidean"
 
 def _embedding_neighbors(embedding: np.ndarray, query_ids: np.ndarray, k: int) -> np.ndarray:
     """Exact ``k`` nearest other embedding points of each query (float64, ties by index)."""
-    from unimap._kernels.metrics import knn_brute_force
+    from unimap.metrics.ranks_numba import knn_brute_force
 
     data = np.ascontiguousarray(embedding, dtype=np.float64)
     indices = np.empty((query_ids.shape[0], k), dtype=np.int64)
@@ -236,7 +236,7 @@ def _sampled_rank_penalties(X: np.ndarray, metric: str, query_ids: np.ndarray,
     a block holds for the neighbour itself may differ from that in the last bit, so the
     neighbour's own column is taken back out of its count.
     """
-    from unimap._kernels.metrics import rank_counts
+    from unimap.metrics.ranks_numba import rank_counts
 
     n = X.shape[0]
     m, k = neighbors.shape

@@ -1,0 +1,398 @@
+"""A fitted estimator as JSON values plus named arrays, and back (for :mod:`unimap.io.persistence`):
+the value encoding, the consistency checks of loaded attributes, and the neighbour index.
+
+Values are encoded as JSON with a few tagged objects, each a JSON object whose keys start
+with ``__`` (a plain dict may not use such keys):
+
+- ``{"__array__": name}``: a numeric array stored as the member ``<name>.npy``;
+- ``{"__csr_matrix__": {"data": ..., "indices": ..., "indptr": ...}, "shape": [n, m]}``;
+- ``{"__tuple__": [...]}``, ``{"__strings__": [...]}`` (an object array of str, e.g.
+  ``feature_names_in_``), ``{"__float__": "nan" | "inf" | "-inf"}``;
+- ``{"__scalar__": "float32", "value": 1.5}``: a numpy scalar keeps its dtype, so a parameter
+  given as ``np.float32`` computes the same bits after loading;
+- ``{"__streams__": [4 ints]}``: :class:`unimap.runtime.random_streams.FitStreams`, the seeds of a
+fit's phases.
+
+Decoding builds only these types: nothing named in the file is imported or called.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from unimap.runtime.random_streams import FitStreams
+
+__all__ = ["ArrayStore", "TrainingDataDropped", "check_embedding", "check_pca", "decode",
+           "encode", "export_index", "restore_index", "NAME_PATTERN"]
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
+"""Names of stored arrays (and of their members, ``<name>.npy``)."""
+NUMERIC_KINDS = "biuf"
+_FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_SEED_LIMIT = 1 << 63
+
+
+def numeric_dtype(text: Any) -> np.dtype:
+    """``np.dtype(text)`` for a boolean, integer or float dtype; ValueError otherwise."""
+    try:
+        dtype = np.dtype(text) if isinstance(text, str) else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in NUMERIC_KINDS or dtype.fields is not None:
+        raise ValueError(f"unsupported dtype {text!r} (bool, integer and float only)")
+    return dtype
+
+
+class ArrayStore:
+    """The arrays collected while encoding, under unique names."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def add(self, name: str, array: np.ndarray) -> dict:
+        if not NAME_PATTERN.match(name) or name in self.arrays:
+            name = f"array{len(self.arrays)}"
+        self.arrays[name] = np.ascontiguousarray(array)
+        return {"__array__": name}
+
+
+def encode(value: Any, name: str, store: ArrayStore) -> Any:
+    """``value`` as JSON, its arrays added to ``store``; TypeError for what cannot be stored."""
+    import scipy.sparse as sp
+
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.generic):
+        if value.dtype.kind not in NUMERIC_KINDS:
+            raise TypeError(f"{name}: numpy scalar of dtype {value.dtype} cannot be stored")
+        return {"__scalar__": value.dtype.name, "value": encode(value.item(), name, store)}
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else {"__float__": repr(float(value))}
+    if isinstance(value, FitStreams):
+        return {"__streams__": [value.neighbors, value.init, value.optimize, value.transform]}
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode(v, f"{name}.{i}", store) for i, v in enumerate(value)]}
+    if isinstance(value, list):
+        return [encode(v, f"{name}.{i}", store) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) and not k.startswith("__") for k in value):
+            raise TypeError(f"{name}: dict keys must be str not starting with '__'")
+        return {k: encode(v, f"{name}.{k}", store) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        if value.dtype == object and value.ndim == 1 and all(isinstance(v, str) for v in value):
+            return {"__strings__": [str(v) for v in value]}
+        if value.dtype.kind not in NUMERIC_KINDS or value.dtype.fields is not None:
+            raise TypeError(f"{name}: arrays of dtype {value.dtype} cannot be stored")
+        return store.add(name, value)
+    if sp.issparse(value) and type(value) is sp.csr_matrix:
+        parts = {part: store.add(f"{name}.{part}", getattr(value, part))
+                 for part in ("data", "indices", "indptr")}
+        return {"__csr_matrix__": parts, "shape": list(value.shape)}
+    raise TypeError(f"{name}: a value of type {type(value).__name__} cannot be stored")
+
+
+def decode(value: Any, where: str, arrays: dict[str, np.ndarray]) -> Any:
+    """The value that :func:`encode` encoded; ValueError naming ``where`` when malformed."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [decode(v, f"{where}[{i}]", arrays) for i, v in enumerate(value)]
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: unexpected JSON value of type {type(value).__name__}")
+    tags = [k for k in value if k.startswith("__")]
+    if not tags:
+        return {k: decode(v, f"{where}.{k}", arrays) for k, v in value.items()}
+    try:
+        return _decode_tagged(tags[0], value, arrays)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{where}: malformed {tags[0]} value {_short(value)} ({exc})") from None
+
+
+def _decode_tagged(tag: str, value: dict, arrays: dict[str, np.ndarray]) -> Any:
+    keys = {"__scalar__": {"__scalar__", "value"}, "__csr_matrix__": {"__csr_matrix__", "shape"}}
+    if set(value) != keys.get(tag, {tag}):
+        raise ValueError(f"unexpected keys {sorted(value)}")
+    body = value[tag]
+    if tag == "__array__":
+        if body not in arrays:
+            raise ValueError(f"no array {body!r} in the manifest")
+        return arrays[body]
+    if tag == "__tuple__":
+        return tuple(decode(v, tag, arrays) for v in _typed(body, list))
+    if tag == "__strings__":
+        if not all(isinstance(v, str) for v in _typed(body, list)):
+            raise ValueError("not a list of str")
+        return np.array(body, dtype=object)
+    if tag == "__float__":
+        return _FLOATS[body]
+    if tag == "__scalar__":
+        inner = value["value"]
+        if isinstance(inner, dict) and set(inner) == {"__float__"}:
+            inner = _FLOATS[inner["__float__"]]
+        if isinstance(inner, str) or not isinstance(inner, (bool, int, float)):
+            raise ValueError("value is not a number")
+        return numeric_dtype(body).type(inner)
+    if tag == "__streams__":
+        seeds = _typed(body, list)
+        if len(seeds) != 4 or not all(_is_seed(s) for s in seeds):
+            raise ValueError("need 4 integers in [0, 2**63)")
+        return FitStreams(*seeds)
+    if tag == "__csr_matrix__":
+        return _csr(body, value["shape"], arrays)
+    raise ValueError("unknown tag")
+
+
+def _csr(parts: dict, shape: Any, arrays: dict[str, np.ndarray]):
+    import scipy.sparse as sp
+
+    got = {k: decode(v, k, arrays) for k, v in _typed(parts, dict).items()}
+    if set(got) != {"data", "indices", "indptr"} or not _is_shape(shape, 2) or not all(
+            isinstance(v, np.ndarray) and v.ndim == 1 for v in got.values()):
+        raise ValueError("need 1-D arrays data, indices, indptr and a 2-D shape")
+    if got["indices"].dtype.kind not in "iu" or got["indptr"].dtype.kind not in "iu":
+        raise ValueError("indices and indptr must be integers")
+    matrix = sp.csr_matrix((got["data"], got["indices"], got["indptr"]), shape=tuple(shape))
+    matrix.check_format(full_check=True)  # sorted, in-range indices and a consistent indptr
+    return matrix
+
+
+def _typed(value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"expected a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _is_seed(value: Any) -> bool:
+    return type(value) is int and 0 <= value < _SEED_LIMIT
+
+
+def _is_shape(value: Any, ndim: int | None = None) -> bool:
+    return (isinstance(value, list) and (ndim is None or len(value) == ndim)
+            and all(type(v) is int and v >= 0 for v in value))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# -- consistency of the fitted attributes ----------------------------------------------------
+def check_pca(est: Any) -> None:
+    """Check a loaded PCA's fitted attributes against each other and ``n_components``."""
+    k, d = est.n_components_, est.n_features_in_
+    _require(_count(k) and _count(d) and k == est.n_components and k <= d,
+             f"n_components_={k!r}, n_features_in_={d!r} and n_components={est.n_components}"
+             " disagree")
+    for attr, shape in [("components_", (k, d)), ("mean_", (d,)), ("explained_variance_", (k,)),
+                        ("explained_variance_ratio_", (k,)), ("singular_values_", (k,))]:
+        _require_array(est, attr, shape, "f")
+    _require(est.svd_solver_ in ("covariance", "full", "randomized"),
+             f"unknown svd_solver_ {est.svd_solver_!r}")
+    _check_feature_names(est, d)
+
+
+def check_embedding(est: Any) -> int:
+    """Check a loaded neighbour embedding's fitted attributes against each other and its
+    parameters (``n_components``, ``metric``); return its training size."""
+    _require_array(est, "embedding_", (None, est.n_components), "f")
+    _require(est.embedding_.dtype == np.float32, "embedding_ must be float32")
+    n, d, k = est.embedding_.shape[0], est.n_features_in_, est.n_neighbors_
+    _require(n >= 2 and _count(d) and (est.metric != "precomputed" or d == n),
+             f"n_features_in_={d!r} does not fit {n} training points")
+    _require(_count(k) and k <= n, f"n_neighbors_={k!r} is not in [1, {n}]")
+    for attr in ("a_", "b_"):
+        value = vars(est).get(attr, 1.0)
+        _require(isinstance(value, float) and 0 < value < np.inf, f"{attr}={value!r}")
+    _require(type(est).__name__ != "TSNE" or est.method_ in ("exact", "barnes_hut", "fft"),
+             f"unknown method_ {vars(est).get('method_')!r}")
+    for attr, shape in [("knn_indices_", (n, k)), ("knn_dists_", (n, k)), ("sigmas_", (n,)),
+                        ("rhos_", (n,))]:
+        if attr in vars(est):
+            _require_array(est, attr, shape, "iuf")
+    if "graph_" in vars(est):
+        _require(getattr(est.graph_, "shape", None) == (n, n), f"graph_ is not {n} x {n}")
+    _check_feature_names(est, d)
+    return n
+
+
+def _check_feature_names(est: Any, d: int) -> None:
+    names = vars(est).get("feature_names_in_")
+    _require(names is None or (names.dtype == object and names.shape == (d,)),
+             f"feature_names_in_ must be {d} names")
+
+
+def _require_array(est: Any, attr: str, shape: tuple, kinds: str) -> None:
+    value = getattr(est, attr)
+    ok = isinstance(value, np.ndarray) and value.dtype.kind in kinds and value.ndim == len(
+        shape) and all(s is None or s == t for s, t in zip(shape, value.shape, strict=True))
+    wanted = "(" + ", ".join("n" if s is None else str(s) for s in shape) + (
+        ",)" if len(shape) == 1 else ")")
+    _require(ok, f"{attr} must be an array of shape {wanted}, got "
+                 f"{getattr(value, 'dtype', type(value).__name__)} {getattr(value, 'shape', '')}")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(f"inconsistent fitted attributes: {message}")
+
+
+def _count(value: Any) -> bool:
+    return _is_int(value) and value >= 1
+
+
+# -- the neighbour index ---------------------------------------------------------------------
+class TrainingDataDropped:
+    """Stands in for the neighbour index of a model saved with ``include_training_data=False``:
+    its fitted attributes are there, but placing new points needs the training data."""
+
+    def __init__(self, n_samples: int, metric: str, method: str) -> None:
+        self.n_samples_, self.metric, self.method_ = n_samples, metric, method
+
+    def query(self, *args: Any, **kwargs: Any):
+        raise ValueError(
+            "this model was saved without its training data (save(..., "
+            "include_training_data=False)); transform needs the training points' "
+            f"{self.method_!r} neighbour index: save the fitted model again with "
+            "include_training_data=True")
+
+
+def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | None:
+    """What rebuilds ``index`` (a :class:`unimap.neighbors.graph.NeighborIndex`, or None when fitted
+    with ``precomputed_knn``): its settings, and its data unless dropped.
+
+    exact (and cuda, a graph built on the GPU): the prepared training rows (float32; unit rows
+    for cosine/correlation). hnsw: the
+    same rows, from which the faiss graphs are rebuilt at load time, and the PCA projection
+    they were built on. nndescent: the rows pynndescent indexes (it rebuilds on demand, as
+    after unpickling). precomputed distances: nothing but the number of training points.
+    """
+    if index is None:
+        return None
+    info: dict[str, Any] = {
+        "metric": index.metric, "method": index.method, "method_": index.method_,
+        "n_jobs": encode(index.n_jobs, "n_jobs", store),
+        "random_state": encode(index.random_state, "random_state", store),
+        "n_samples": int(index.n_samples_), "data": None,
+    }
+    if index.metric == "precomputed" or not include_data:
+        return info
+    if index.method_ == "nndescent":
+        info["data"] = store.add("index.data", index._nnd_data)
+        return info
+    info["data"] = store.add("index.data", index._data)
+    if index.method_ == "hnsw":
+        from unimap.neighbors import hnsw as _hnsw
+
+        hnsw, pca = index._hnsw, index._hnsw.pca
+        info["hnsw"] = {
+            "n_parts": hnsw.n_parts, "M": _hnsw.HNSW_M,
+            # the k-means cells of a sharded index (unimap.neighbors.sharded); absent: one index
+            "cells": (None if getattr(hnsw, "centroids", None) is None else
+                      store.add("index.cells.centroids", hnsw.centroids)),
+            "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION,
+            "pca": None if pca is None else {
+                "components": store.add("index.pca.components", pca.components),
+                "mean": store.add("index.pca.mean", pca.mean),
+                "explained_variance": store.add("index.pca.explained_variance",
+                                                pca.explained_variance),
+                "explained_variance_ratio": store.add("index.pca.explained_variance_ratio",
+                                                      pca.explained_variance_ratio),
+                "singular_values": store.add("index.pca.singular_values", pca.singular_values),
+                "solver": pca.solver,
+            },
+        }
+    return info
+
+
+def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
+                  n_features: int, metric: str) -> Any:
+    """The index :func:`export_index` described, checked against the estimator's training
+    size ``n_samples``, ``n_features`` and ``metric``; hnsw graphs are rebuilt here."""
+    from unimap.neighbors.graph import METHODS, METRICS, NeighborIndex
+    from unimap.runtime.threads import resolve_n_jobs
+
+    if info is None:
+        return None
+    info = _typed(info, dict)  # a JSON object
+    data = decode(info.get("data"), "index.data", arrays)
+    method = info.get("method_")
+    if info.get("metric") != metric or metric not in METRICS:
+        raise ValueError(f"index metric {info.get('metric')!r} is not the model's {metric!r}")
+    if method not in ("exact", "hnsw", "nndescent", "cuda") or (
+            info.get("method") not in METHODS) or (
+            metric == "precomputed" and method != "exact"):
+        raise ValueError(f"unknown neighbour index method {info.get('method')!r} / {method!r}")
+    if info.get("n_samples") != n_samples:
+        raise ValueError(f"the index holds {info.get('n_samples')!r} points, the embedding "
+                         f"{n_samples}")
+    if data is None and metric != "precomputed":
+        return TrainingDataDropped(n_samples, metric, method)
+    n_jobs = decode(info.get("n_jobs"), "index.n_jobs", arrays)
+    seed = decode(info.get("random_state"), "index.random_state", arrays)
+    if not _is_int(n_jobs) or not (seed is None or _is_seed(seed)):
+        raise ValueError("index n_jobs must be an int and random_state a seed")
+    index = NeighborIndex(metric, info.get("method"), n_jobs, seed)
+    index.method_, index.n_samples_ = method, n_samples
+    index.n_threads_ = resolve_n_jobs(n_jobs)  # this machine's cores: results do not depend
+    if metric == "precomputed":
+        return index
+    if not isinstance(data, np.ndarray) or data.dtype != np.float32 or (
+            data.shape != (n_samples, n_features)):
+        raise ValueError(f"index data must be float32 of shape ({n_samples}, {n_features})")
+    if method == "nndescent":
+        index._nnd_data, index._nnd = data, None
+        return index
+    index._data = data
+    if method == "cuda":  # built on the GPU; queries go to a CPU index built on first use
+        index._cpu = None
+    if method == "hnsw":
+        index._hnsw = _restore_hnsw(info.get("hnsw"), data, index.n_threads_, arrays)
+    return index
+
+
+def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
+    from unimap.decomposition.pca import PCAFit
+    from unimap.neighbors import hnsw as _hnsw
+    from unimap.neighbors.sharded import ShardedHNSWIndex, cell_layout
+
+    info = _typed(info, dict)
+    centroids = decode(info.get("cells"), "index.cells.centroids", arrays)
+    layout = _hnsw.hnsw_layout(data.shape[0]) if centroids is None else cell_layout()
+    settings = {"n_parts": layout.n_parts, "M": _hnsw.HNSW_M,
+                "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION}
+    stored = {k: info.get(k) for k in settings}
+    if stored != settings:
+        raise ValueError(f"the file's HNSW settings {stored} differ from this unimap's "
+                         f"{settings}: its graphs cannot be rebuilt identically")
+    pca = info.get("pca")
+    if pca is not None:
+        fields = {k: decode(_typed(pca, dict).get(k), f"index.pca.{k}", arrays) for k in
+                  ("components", "mean", "explained_variance", "explained_variance_ratio",
+                   "singular_values")}
+        if not all(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in fields.values()):
+            raise ValueError("index PCA fields must be float arrays")
+        k, d = fields["components"].shape if fields["components"].ndim == 2 else (-1, -1)
+        if d != data.shape[1] or fields["mean"].shape != (d,) or not all(
+                fields[f].shape == (k,) for f in list(fields)[2:]):
+            raise ValueError("index PCA arrays do not match the data's features")
+        pca = PCAFit(**fields, solver=str(pca.get("solver")))
+    if centroids is not None:
+        if not isinstance(centroids, np.ndarray) or centroids.dtype != np.float32 or (
+                centroids.ndim != 2 or centroids.shape[0] < 1 or centroids.shape[1] != (
+                    data.shape[1] if pca is None else pca.components.shape[0])):
+            raise ValueError("index cell centroids must be float32 of shape (n_cells, "
+                             "the searched space's dimension)")
+        return ShardedHNSWIndex(data, n_threads, pca=pca, centroids=centroids)
+    hnsw = _hnsw._HNSWIndex(data, n_threads, pca=pca)
+    del hnsw._ordered  # the training points' projection: recomputed on demand, as unpickled
+    return hnsw

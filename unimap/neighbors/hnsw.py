@@ -1,0 +1,262 @@
+"""The HNSW backend of :mod:`unimap.neighbors.graph`: faiss HNSW graphs of interleaved parts of the
+data over a PCA projection, candidates re-ranked by exact distances (:class:`_HNSWIndex`),
+and the settings chosen for it by measurement."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from unimap.runtime.ordering import morton_order
+from unimap.runtime.threads import numba_threads, pinned_pool, spread_threads
+
+
+@contextmanager
+def _faiss_threads(n_threads: int):
+    """Run faiss calls of the current thread on ``n_threads`` OpenMP threads, then restore the
+    count (OpenMP keeps it per calling thread)."""
+    import faiss
+
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+class _HNSWIndex:
+    """faiss HNSW graphs over a PCA reduction of the data, with exact re-ranking in the full
+    space.
+
+    High-dimensional HNSW builds are slow (MNIST-70k: 4-7 s for recall 0.96-0.99). Searching
+    neighbour candidates in a ``HNSW_PCA_DIM``-dimensional PCA projection, then re-ranking
+    them by their exact full-space distances, reaches recall@15 ≈ 0.99 in about half the time
+    (``benchmarks/knn_candidates.py``). Low-dimensional data skips the PCA.
+
+    The points are split into interleaved parts (:func:`hnsw_layout`: 2, or 4 from
+    ``HNSW_MANY_PARTS_MIN_ROWS`` points on), one HNSW graph each, and a query takes its
+    candidates from every part. faiss's threaded insertion orders its locks by
+    timing, so a graph built on several threads (and the embedding) could depend on the
+    thread count; one graph per part, each built on one thread, is the same for any thread
+    count, and the parts are built side by side (MNIST-70k: one graph 1.15 s, two halves
+    0.47 s on 2 cores; search + re-rank of 2 x 35 candidates 0.16 s more than of 60 from one
+    graph, recall@15 0.9888 against 0.9885; the kNN graph now takes 2 x 30 and the reverse
+    pairs, see ``HNSW_SELF_CANDIDATES_PER_PART``).
+
+    ``pca="fit"`` fits the projection; a saved model (:mod:`unimap.io.persistence`) passes the
+    stored one (a :class:`unimap.decomposition.pca.PCAFit`, or None for data kept unreduced), and
+    the graphs built from it are byte for byte those of the fit (insertion on one thread per
+    part is deterministic).
+    """
+
+    def __init__(self, data: np.ndarray, n_threads: int, pca: Any = "fit",
+                 layout: HNSWLayout | None = None) -> None:
+        from unimap.decomposition.pca import project
+
+        self.n_threads = n_threads
+        self.data = data
+        if isinstance(pca, str):
+            pca = fit_candidate_pca(data)
+        self.pca = pca
+        reduced = data if pca is None else project(data, pca)
+        # Points are inserted (and queries run) in Morton order of their first three
+        # coordinates, so that consecutive searches walk the same part of the graph and
+        # re-rank overlapping candidates while they are in cache: MNIST-70k search 1.7 -> 1.1 s,
+        # re-ranking 0.42 -> 0.28 s, recall unchanged. Part p holds Morton positions
+        # p, p + n_parts, ...: each part covers the whole space, in Morton order itself.
+        self.order = morton_order(reduced)
+        self.layout = hnsw_layout(data.shape[0]) if layout is None else layout
+        self.n_parts = self.layout.n_parts
+        ordered = np.ascontiguousarray(reduced[self.order], dtype=np.float32)
+        self._ordered = ordered  # the training points' projection, reused by their own search
+        parts = [ordered[p::self.n_parts] for p in range(self.n_parts)]
+        # Not pinned: a part is one thread's fixed work, and the thread of a part whose CPU
+        # another program holds must be free to move to the CPU the other part leaves.
+        with ThreadPoolExecutor(max_workers=max(1, min(n_threads, self.n_parts))) as pool:
+            self.indexes = list(pool.map(_build_hnsw, parts))
+
+    def search(self, queries: np.ndarray, k: int,
+               per_part: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest indexed points of each query (see the class docstring);
+        ``per_part``: candidates from each part, instead of the layout's count."""
+        from unimap.neighbors.topk_numba import add_reverse_candidates, rerank_candidates
+
+        # The reverse pairs let small k search fewer candidates (2 x 30 instead of 2 x 35 at
+        # the same recall). From k > 30 on each part returns k candidates and the pairs only
+        # add recall, for time (MNIST-70k, k = 31: recall@30 0.953 -> 0.964, ~0.1 s; k = 91:
+        # recall@90 0.974 -> 0.980, 0.26-0.38 s; with fewer candidates, k = 31 from 2 x 28
+        # or k = 91 from 2 x 80, the pairs give back the recall of 2 x k but not the time).
+        self_join = queries is self.data
+        layout = self.__dict__.get("layout") or hnsw_layout(self.data.shape[0])  # the build's
+        reverse = self_join and k <= layout.self_candidates
+        if self_join:  # the training points keep the build's Morton order (their slots)
+            query_order, ordered = self.order, getattr(self, "_ordered", None)
+        else:
+            query_order, ordered = None, None
+        if ordered is None:  # new points, or the training points of an unpickled index
+            from unimap.decomposition.pca import project
+
+            reduced = queries if self.pca is None else project(queries, self.pca)
+            if query_order is None:  # a query's result does not depend on the others
+                query_order = morton_order(reduced)
+            ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)
+        n_cand = min(layout.candidates_per_part(k, self_join) if per_part is None
+                     else max(per_part, k),
+                     max(ix.ntotal for ix in self.indexes))
+        # faiss writes each part's local ids straight into its slice: local id l of part p is
+        # Morton position p + l * n_parts (the re-ranking maps it; -1 is a missing candidate)
+        candidates = np.empty((len(self.indexes), ordered.shape[0], n_cand), dtype=np.int64)
+        _search_in_chunks(self.indexes, ordered, n_cand, candidates, self.n_threads)
+        idx = np.empty((queries.shape[0], k), dtype=np.int64)
+        sq_dist = np.empty((queries.shape[0], k), dtype=np.float32)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        with numba_threads(self.n_threads) as workers, spread_threads():
+            if reverse:
+                # results by slot (Morton position), where the reverse pairs are local,
+                # then by point
+                by_slot = np.arange(queries.shape[0])
+                slot_idx, slot_dist = np.empty_like(idx), np.empty_like(sq_dist)
+                cand_dist = np.empty((queries.shape[0], len(self.indexes) * n_cand),
+                                     dtype=np.float32)
+                rerank_candidates(self.data, queries, query_order, candidates, self.order, k,
+                                  slot_idx, slot_dist, by_slot, cand_dist, workers)
+                add_reverse_candidates(candidates, self.order, cand_dist, slot_idx, slot_dist)
+                idx[query_order], sq_dist[query_order] = slot_idx, slot_dist
+            else:
+                rerank_candidates(self.data, queries, query_order, candidates, self.order, k,
+                                  idx, sq_dist, query_order, np.empty((0, 0), np.float32),
+                                  workers)
+        return idx, np.sqrt(np.maximum(sq_dist, 0.0))
+
+    # faiss indexes are not picklable: serialise to bytes.
+    def __getstate__(self) -> dict:
+        import faiss
+
+        state = self.__dict__.copy()
+        state["indexes"] = [faiss.serialize_index(index) for index in self.indexes]
+        state.pop("_ordered", None)  # recomputed on demand
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        import faiss
+
+        state["indexes"] = [faiss.deserialize_index(index) for index in state["indexes"]]
+        self.__dict__.update(state)
+
+
+def fit_candidate_pca(data: np.ndarray) -> Any:
+    """The projection HNSW candidates are searched in: ``HNSW_PCA_DIM`` principal axes of
+    data wider than that (a :class:`unimap.decomposition.pca.PCAFit`), else None (the data as they
+    are).
+
+    The projection only proposes candidates (re-ranked exactly), so its axes can come from a
+    strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall (20,000 rows), 0.1 s at
+    10,000 rows (recall@15 0.9891 -> 0.9887; kNN build 2.12-2.22 -> 1.97 s; GDR()'s 10-NN
+    accuracy, mean of seeds 0-3, 0.9683 -> 0.9670: a measured trade, see the issue-4 notes).
+    """
+    from unimap.decomposition.pca import fit_pca
+
+    if data.shape[1] <= HNSW_PCA_DIM:
+        return None
+    step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
+    return fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
+
+
+def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.ndarray,
+                      n_threads: int) -> None:
+    """``out[p]`` ← the ``n_cand`` candidates of every query in ``indexes[p]``.
+
+    Chunks of ``HNSW_QUERY_CHUNK`` queries are searched on single-threaded faiss calls, taken
+    by ``n_threads`` Python threads as each finishes (faiss releases the GIL): a thread that
+    another program keeps off its core delays one chunk, not a fixed half of the queries as
+    in faiss's own OpenMP loop (MNIST-70k with a CPU-bound program on one of 2 cores: faiss
+    search 2.10 s in one call, quiet 1.23 s). A query's candidates do not depend on its
+    chunk, so the result is the same for any ``n_threads``.
+    """
+    for index in indexes:
+        index.hnsw.efSearch = n_cand
+    n = queries.shape[0]
+    tasks = [(p, start) for p in range(len(indexes)) for start in range(0, n, HNSW_QUERY_CHUNK)]
+
+    def search(task):
+        p, start = task
+        stop = min(n, start + HNSW_QUERY_CHUNK)
+        distances = np.empty((stop - start, n_cand), dtype=np.float32)  # not needed: scratch
+        with _faiss_threads(1):
+            indexes[p].search(queries[start:stop], n_cand, D=distances, I=out[p, start:stop])
+
+    if n_threads <= 1 or len(tasks) == 1:
+        for task in tasks:
+            search(task)
+        return
+    with pinned_pool(n_threads) as pool:
+        list(pool.map(search, tasks))  # list(): re-raises a worker's exception
+
+
+def _build_hnsw(points: np.ndarray):
+    """One faiss HNSW graph of ``points``, inserted in row order on one thread."""
+    import faiss
+
+    index = faiss.IndexHNSWFlat(points.shape[1], HNSW_M)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    with _faiss_threads(1):
+        index.add(points)
+    return index
+
+
+# HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
+HNSW_PCA_DIM = 50
+HNSW_QUERY_CHUNK = 2048  # queries per single-threaded faiss search call (_search_in_chunks)
+HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
+HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
+HNSW_CANDIDATES_PER_PART = 35  # new points: 2 x 35, recall@15 0.9887 on MNIST-70k
+# The kNN graph of the indexed points also takes each pair found by one point's search into
+# the other point's list (add_reverse_candidates): 2 x 30 then reach recall@15 0.9895 on
+# MNIST-70k (0.9849 without the reverse pairs, 0.9889 with 2 x 35 before), and the kNN graph
+# takes ~0.12 s less (search and re-rank ~0.16 s less, the pairs 0.04 s more).
+HNSW_SELF_CANDIDATES_PER_PART = 30
+HNSW_M = 16
+# From this many points on, 4 parts of 18 candidates each (22 for new points) instead of 2 of
+# 30 (35): smaller graphs, built faster, whose errors differ. The 50-D mixture of issue 23 at
+# 1M, consecutive fresh processes: kNN graph recall@15 0.759 against 0.736 in the same time
+# (kNN 93.8/93.8 s against 96.9/94.2 s); new points 0.680 against 0.624. MNIST-70k (not
+# switched: below the threshold results stay those of earlier versions): 0.9918 against
+# 0.9906 for the graph, new points 0.9905 against 0.9898.
+HNSW_MANY_PARTS = 4
+HNSW_MANY_PARTS_MIN_ROWS = 200_000
+HNSW_MANY_PARTS_SELF_CANDIDATES = 18
+HNSW_MANY_PARTS_CANDIDATES = 22
+
+
+class HNSWLayout(NamedTuple):
+    """How the HNSW index of n points is split and searched."""
+
+    n_parts: int
+    self_candidates: int  # per part, for the kNN graph of the indexed points (with reverse pairs)
+    new_candidates: int  # per part, for new points
+
+    def candidates_per_part(self, k: int, self_join: bool) -> int:
+        """Candidates each part returns for ``k`` neighbours: above the per-part count, k
+        from each of 2 parts (k/2 from each of 4), twice the share of the true neighbours a
+        part holds."""
+        per_part = self.self_candidates if self_join else self.new_candidates
+        return max(per_part, -(-2 * k // self.n_parts))
+
+
+def hnsw_layout(n: int) -> HNSWLayout:
+    """The parts and candidates of an index of ``n`` points (fixed by n alone, so the
+    neighbours do not depend on the thread count)."""
+    if n >= HNSW_MANY_PARTS_MIN_ROWS:
+        return HNSWLayout(HNSW_MANY_PARTS, HNSW_MANY_PARTS_SELF_CANDIDATES,
+                          HNSW_MANY_PARTS_CANDIDATES)
+    return HNSWLayout(min(HNSW_PARTS, n), HNSW_SELF_CANDIDATES_PER_PART,
+                      HNSW_CANDIDATES_PER_PART)
+
+
+# efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking unchanged
+# (0.9885 both; measured with the former single graph and its 60 candidates).
+HNSW_EF_CONSTRUCTION = 20

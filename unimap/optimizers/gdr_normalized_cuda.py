@@ -1,0 +1,168 @@
+"""GDR's normalized (t-SNE-like) mode on a GPU, 2-D with shared samples (the default).
+
+An iteration, as :func:`unimap.optimizers.gradient_descent.gradient_descent` with
+:class:`unimap.optimizers.forces.SampledForces` on the CPU:
+
+1. ``_draw_shared``: one thread per shared sample draws its point from the counter-based
+   hash and counts the hit (integer atomics: the counts do not depend on their order);
+2. ``_shared_forces_2d``: one thread per row sums the kernel over all samples (staged in
+   shared memory), then calls the CPU kernel's row function ``_tsne_shared_row_2d``, which
+   adds the attraction and the exact near field and takes out the samples that hit the point
+   or a neighbour; it writes the row's attraction, repulsion and ``z_i``;
+3. ``Z = Σ z_i`` on the host (numpy's fixed-order sum of the copied float64 rows: the same
+   every run), then ``_gradient_step``: one thread per row calling the CPU's
+   ``gradient_step_row`` (gains, momentum, clipping);
+4. every ``center_every`` iterations the mean is taken on the host and subtracted.
+
+No float atomics: the same seed gives bitwise the same embedding run after run. The per-row
+samples of ``shared_negatives=False`` need a neighbour mark per point and thread, which does
+not fit a GPU; that mode (and other dimensions) stays on the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, float32
+
+from unimap.lowdim.similarity_numba import ab_kernel
+from unimap.optimizers.gdr_common_numba import shared_sample_count, shared_sample_index
+from unimap.optimizers.gdr_normalized_numba import _tsne_shared_row_2d
+from unimap.optimizers.tsne_gd_numba import gradient_step_row
+from unimap.runtime.common_cuda import (
+    DeviceGuard,
+    check_device_memory,
+    on_target,
+    rows_launch,
+    to_device,
+)
+from unimap.runtime.rng_numba import hash_combine, mix64
+
+__all__ = ["gradient_descent_cuda", "device_bytes"]
+
+SAMPLE_TILE = 1024  # shared samples staged in shared memory at a time (8 KiB in 2-D)
+
+_shared_row, _step_row = on_target(_tsne_shared_row_2d), on_target(gradient_step_row)
+_ab_kernel, _sample_index = on_target(ab_kernel), on_target(shared_sample_index)
+
+
+@cuda.jit(cache=True)
+def _draw_shared(Y, n_samples, epoch_hash, positions, hits):
+    """Sample s: ``k = bounded(hash(hash(epoch_hash, key), s), n)``, its position, its hit
+    (as :func:`unimap.optimizers.gdr_common_numba.draw_shared_samples`; ``hits`` zeroed before)."""
+    s = cuda.grid(1)
+    if s < n_samples:
+        k = _sample_index(epoch_hash, s, Y.shape[0])
+        positions[0, s] = Y[k, 0]
+        positions[1, s] = Y[k, 1]
+        cuda.atomic.add(hits, k, 1)
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _shared_forces_2d(Y, A, R, z_rows, indptr, indices, data, t_indptr, t_indices, t_data,
+                      use_t, attr_scale, a, b, hits, positions, n_samples, scale):
+    """Row i's attraction ``A[i]``, repulsion ``R[i]`` and ``z_rows[i]``."""
+    tile = cuda.shared.array((2, SAMPLE_TILE), float32)
+    i = cuda.grid(1)
+    active = i < Y.shape[0]
+    y0 = Y[i, 0] if active else np.float32(0.0)
+    y1 = Y[i, 1] if active else np.float32(0.0)
+    z = np.float32(0.0)
+    r0 = np.float32(0.0)
+    r1 = np.float32(0.0)
+    for base in range(0, n_samples, SAMPLE_TILE):
+        count = min(SAMPLE_TILE, n_samples - base)
+        for t in range(cuda.threadIdx.x, count, cuda.blockDim.x):
+            tile[0, t] = positions[0, base + t]
+            tile[1, t] = positions[1, base + t]
+        cuda.syncthreads()
+        if active:
+            for t in range(count):  # in sample order, as the CPU's tiles
+                d0 = y0 - tile[0, t]
+                d1 = y1 - tile[1, t]
+                w, g = _ab_kernel(d0 * d0 + d1 * d1, a, b)
+                z += w
+                coef = w * g
+                r0 += coef * d0
+                r1 += coef * d1
+        cuda.syncthreads()
+    if active:
+        z_rows[i] = _shared_row(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                                use_t, attr_scale, a, b, hits, z, r0, r1, scale)
+
+
+@cuda.jit(cache=True)
+def _gradient_step(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
+                   min_gain, max_grad_norm, max_step_norm):
+    i = cuda.grid(1)
+    if i < Y.shape[0]:
+        _step_row(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
+                  min_gain, max_grad_norm, max_step_norm, i)
+
+
+@cuda.jit(cache=True)
+def _subtract(Y, mean):
+    i = cuda.grid(1)
+    if i < Y.shape[0]:
+        for c in range(Y.shape[1]):
+            Y[i, c] -= mean[c]
+
+
+def device_bytes(n: int, nnz: int, transposed_nnz: int, max_samples: int) -> int:
+    """Y, attraction, repulsion, update, gains (float32, 2-D), z rows (float64), hits, the
+    CSR arrays and the samples' positions."""
+    rows = 2 if transposed_nnz else 1
+    return (5 * 4 * 2 * n + 8 * n + 4 * n + rows * 8 * (n + 1) + 8 * (nnz + transposed_nnz)
+            + 8 * max_samples)
+
+
+def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: float,
+                          max_step_norm: float, center_every: int, guard: Any = None,
+                          row_ids: np.ndarray | None = None) -> np.ndarray:
+    """:func:`unimap.optimizers.gradient_descent.gradient_descent` of a 2-D float32 ``Y`` under
+    :class:`unimap.optimizers.forces.SampledForces` with shared samples, on the GPU (no gradient
+    clip, as GDR calls it). Sets ``forces.z``; returns the embedding on the host."""
+    n = Y.shape[0]
+    indptr, indices, data = forces.edges
+    nnz = indptr[n]
+    n_shared = [shared_sample_count(nnz, n, m) for m in (forces.early_negatives,
+                                                         forces.negatives)]
+    check_device_memory(device_bytes(n, indices.shape[0], forces.transposed[1].shape[0],
+                                     max(n_shared)), "GDR(normalized=True) on the GPU")
+    d_Y = cuda.to_device(np.ascontiguousarray(Y, dtype=np.float32))
+    A, R = cuda.device_array_like(d_Y), cuda.device_array_like(d_Y)
+    update = cuda.to_device(np.zeros_like(Y, dtype=np.float32))
+    gains = cuda.to_device(np.ones_like(Y, dtype=np.float32))
+    z_rows = cuda.device_array(n, np.float64)
+    hits = cuda.device_array(n, np.int32)
+    positions = cuda.device_array((2, max(n_shared)), np.float32)
+    csr = to_device(*forces.edges, *forces.transposed)
+    use_t = forces.transposed[0].shape[0] == n + 1
+    device_guard = DeviceGuard(guard, n)
+    blocks, threads = rows_launch(n)
+    seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
+    zeros = np.zeros(n, np.int32)
+    iteration = 0
+    for phase in phases:
+        for i in range(phase.n_iter):
+            m = n_shared[0] if iteration < forces.n_early else n_shared[1]
+            epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
+            hits.copy_to_device(zeros)
+            sample_blocks = (m + threads - 1) // threads
+            _draw_shared[sample_blocks, threads](d_Y, m, epoch_hash, positions, hits)
+            _shared_forces_2d[blocks, threads](
+                d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
+                positions, m, np.float32(n / max(m, 1)))
+            forces.z = float(z_rows.copy_to_host().sum())
+            inv_z = np.array([forces.gamma / forces.z])
+            _gradient_step[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
+                                            gains, phase.momentum, phase.step_size(i),
+                                            min_gain, -1.0, float(max_step_norm))
+            device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
+                                                           "the repulsion": R, "1/Z": inv_z})
+            if iteration % center_every == 0:
+                host = d_Y.copy_to_host()
+                _subtract[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
+            iteration += 1
+    return d_Y.copy_to_host()

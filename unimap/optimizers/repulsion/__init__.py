@@ -1,0 +1,1 @@
+"""t-SNE's all-pairs repulsion: Barnes-Hut trees and FFT-accelerated interpolation."""

@@ -1,0 +1,337 @@
+"""Optimizers that move an embedding: UMAP's edge-sampled SGD (t-SNE and GDR add theirs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap.runtime.ordering import in_input_order, locality_order, relabelled
+from unimap.runtime.threads import (
+    PARALLEL_MIN_ROWS,
+    AdaptiveThreads,
+    adaptive_threads,
+    epoch_threads,
+    numba_threads,
+    spread_threads,
+)
+from unimap.runtime.validation import check_int
+
+__all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
+
+
+# UMAP's 2-D fit from this many points on (GDR's threshold, unimap.methods.gdr.
+# LOCALITY_MIN_ROWS): each block of EDGE_BLOCK edges draws its negative samples from a pool
+# of NEGATIVE_POOL points of the epoch's start, not each from all n. A sample's random read
+# of the embedding was most of an epoch's time; from a pool of 1 KB it is a cache hit.
+# Epochs of the 50-D mixture: 100k 0.081 -> 0.052 s, 1M 1.33 -> 0.60 s; MNIST-70k's SGD
+# 9.65 -> 6.5 s at the same quality (10-NN accuracy 0.9682 / 0.9691 against 0.9685 / 0.9683
+# for seeds 0 / 1, trustworthiness@15 0.955 / 0.957 against 0.954 / 0.955;
+# benchmarks/results/scale_umap.md). Below it every sample reads its own point, so results on
+# small data are those of earlier versions. The GPU's epochs (unimap.optimizers.umap_sgd_cuda) keep
+# the per-sample draws: its memory serves random reads.
+POOLED_NEGATIVES_MIN_ROWS = 50_000
+NEGATIVE_POOL = 128
+
+
+def prune_graph(graph: sp.csr_matrix, n_epochs: int,
+                max_weight: float | None = None) -> sp.csr_matrix:
+    """Drop edges too weak to be sampled even once in ``n_epochs`` (weight <
+    max_weight / n_epochs; ``max_weight`` defaults to the graph's largest weight)."""
+    graph = graph.copy()
+    if graph.nnz:
+        top = graph.data.max() if max_weight is None else max_weight
+        graph.data[graph.data < top / float(n_epochs)] = 0.0
+        graph.eliminate_zeros()
+    return graph
+
+
+def epochs_per_sample(weights: np.ndarray, n_epochs: int,
+                      max_weight: float | None = None) -> np.ndarray:
+    """Sampling period of each edge: an edge of weight ``max_weight`` (default: the
+    heaviest) is sampled every epoch; -1 for an edge of weight 0 (never sampled)."""
+    from unimap.optimizers.umap_sgd_numba import sampling_periods
+
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    top = (weights.max() if weights.size else 1.0) if max_weight is None else max_weight
+    return sampling_periods(weights, np.float64(n_epochs), np.float64(top))
+
+
+def umap_sgd(
+    head: np.ndarray,
+    tail: np.ndarray | None,
+    graph: sp.csr_matrix,
+    n_epochs: int,
+    a: float,
+    b: float,
+    seed: int,
+    learning_rate: float = 1.0,
+    repulsion_strength: float = 1.0,
+    negative_sample_rate: float = 5.0,
+    row_keys: np.ndarray | None = None,
+    callback: Callable[[int, np.ndarray], None] | None = None,
+    max_weight: float | None = None,
+    guard: Any = None,
+    device: str = "cpu",
+    negative_pool: int | None = None,
+) -> np.ndarray:
+    """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
+
+    Parameters
+    ----------
+    head : ndarray of shape (n_rows, dim), float32
+        Initial positions of the points being moved (not modified).
+    tail : ndarray of shape (n_tail, dim) or None
+        Fixed positions that edges point to (``transform``); None when fitting, where edges
+        point into ``head`` itself, which must then be symmetric.
+    graph : csr_matrix of shape (n_rows, n_tail)
+        Edge weights (already pruned).
+    n_epochs : int
+    a, b : float
+        Low-dimensional kernel ``1 / (1 + a d^(2b))``.
+    seed : int
+        Seed of the counter-based negative sampling.
+    learning_rate : float, default=1.0
+        Initial step, decayed linearly to 0.
+    repulsion_strength : float, default=1.0
+    negative_sample_rate : float, default=5
+        Negative samples per attraction sample.
+    row_keys : ndarray of shape (n_rows,), uint64, optional
+        Identity of each row in the random stream (default: the row number).
+    callback : callable(epoch, embedding), optional
+        Called after each epoch with the current positions (do not modify).
+    max_weight : float, optional
+        The weight sampled every epoch (default: the graph's largest). ``transform`` fixes
+        it so that a new point's sampling does not depend on the other points of its batch.
+    guard : :class:`unimap.runtime.guards.FiniteGuard`, optional
+        Checks the embedding after every epoch.
+    device : {"cpu", "cuda"}, default="cpu"
+        ``"cuda"``: the fit's epochs run on the GPU (:mod:`unimap.optimizers.umap_sgd_cuda`, the
+        same edge code); ``transform`` (``tail`` given) always runs on the CPU.
+    negative_pool : int, optional
+        Fitting in 2-D on the CPU: each block of edges draws its negative samples from a
+        pool of this many points (0: every sample from all points). Default:
+        ``NEGATIVE_POOL`` from ``POOLED_NEGATIVES_MIN_ROWS`` rows on, else 0.
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_rows, dim), float32
+    """
+    from unimap.optimizers.umap_sgd_numba import (
+        sgd_epoch_edges_2d,
+        sgd_epoch_edges_2d_pooled,
+        sgd_epoch_edges_nd,
+        sgd_epoch_rows,
+    )
+    from unimap.runtime.dynamic_numba import workers
+
+    if negative_pool is not None:
+        negative_pool = check_int(negative_pool, "negative_pool", 0)
+    emb = np.ascontiguousarray(head, dtype=np.float32).copy()
+    graph = sp.csr_matrix(graph)
+    relabel = None
+    if tail is None and emb.shape[0] >= PARALLEL_MIN_ROWS:
+        emb, graph, relabel = _relabel_for_locality(emb, graph)
+        if callback is not None:
+            callback = _in_original_order(callback, relabel)
+    edges, schedule = _sampling_plan(graph, tail is None, n_epochs, max_weight,
+                                     negative_sample_rate)
+    if row_keys is None:
+        row_keys = np.arange(emb.shape[0], dtype=np.uint64)
+    f32 = np.float32
+    a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
+    seed = np.uint64(seed)
+    # the step decays linearly to 0, one float32 per epoch
+    alphas = [f32(learning_rate * (1.0 - epoch / float(n_epochs))) for epoch in range(n_epochs)]
+    if device == "cuda" and tail is None:
+        from unimap.optimizers.umap_sgd_cuda import umap_sgd_cuda
+
+        emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, alphas, guard,
+                            relabel, callback)
+        return emb if relabel is None else in_input_order(emb, relabel)
+    snapshot = np.empty_like(emb)
+    if negative_pool is None:
+        negative_pool = NEGATIVE_POOL if emb.shape[0] >= POOLED_NEGATIVES_MIN_ROWS else 0
+    if emb.shape[1] != 2:
+        fit_epoch, pool_args = sgd_epoch_edges_nd, ()
+    elif negative_pool > 0:
+        fit_epoch, pool_args = sgd_epoch_edges_2d_pooled, (np.int64(negative_pool),)
+    else:
+        fit_epoch, pool_args = sgd_epoch_edges_2d, ()
+    parallel = emb.shape[0] >= PARALLEL_MIN_ROWS
+    with numba_threads(None) as max_threads:
+        # Few rows: one thread, since waking the pool each epoch costs more than the work.
+        threads = AdaptiveThreads(max_threads if parallel else 1)
+        with threads.spread():
+            for epoch in range(n_epochs):
+                threads.start_epoch(epoch)
+                alpha = alphas[epoch]
+                if tail is None:
+                    snapshot[:] = emb
+                    fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
+                              np.int64(workers()), *pool_args)
+                else:
+                    sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
+                                   alpha)
+                threads.end_epoch()
+                if guard is not None:
+                    guard.check(epoch, emb, relabel)
+                if callback is not None:
+                    callback(epoch, emb)
+    return emb if relabel is None else in_input_order(emb, relabel)
+
+
+def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
+    """The edge arrays an epoch kernel walks and its sampling schedule (epochs per sample
+    and per negative sample, next epoch of each): when fitting, the edges grouped in classes
+    that no two threads write at once (heads, tails, class_ptr); else the CSR rows."""
+    indptr = graph.indptr.astype(np.int64)
+    indices = graph.indices.astype(np.int32, copy=False)
+    eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
+    if fitting:
+        heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
+        edges, eps = (heads, tails, class_ptr), eps[order]
+    else:
+        edges = (indptr, indices)
+    eps_neg = eps / negative_sample_rate
+    return edges, (eps, eps.copy(), eps_neg, eps_neg.copy())
+
+
+def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):
+    """Points relabelled along a Z-order curve of their positions, so that most edges join
+    points close in memory and threads write mostly their own cache lines (MNIST-70k, 2
+    threads: edges crossing the middle of the point range 0.49 -> 0.07, SGD 5.8 -> 3.9 s
+    while cache lines were slow to move between cores)."""
+    relabel = locality_order(emb)
+    return np.ascontiguousarray(emb[relabel]), relabelled(graph, relabel), relabel
+
+
+def _in_original_order(callback: Callable[[int, np.ndarray], None], relabel: np.ndarray):
+    """Wrap ``callback`` so that it sees the rows of a relabelled embedding in input order."""
+    def wrapped(epoch: int, emb: np.ndarray) -> None:
+        callback(epoch, in_input_order(emb, relabel))
+
+    return wrapped
+
+
+def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
+    """Directed edges sorted into vertex-disjoint colour classes.
+
+    Returns
+    -------
+    heads, tails : int32 arrays of the edges in class order
+    class_ptr : int64 array, class ``c`` is ``[class_ptr[c], class_ptr[c + 1])``
+    order : positions of the class-ordered edges in the CSR edge list
+    """
+    from unimap.optimizers.edge_coloring_numba import edges_by_class, greedy_edge_coloring
+
+    colors, n_colors = greedy_edge_coloring(indptr, indices, n_vertices)
+    return edges_by_class(indptr, indices, colors, n_colors)
+
+
+FULL_BATCH_CLIP = 4.0  # per-coordinate clip of a point's summed force (UMAP's clip)
+
+
+def full_batch_umap(
+    init: np.ndarray,
+    edges: tuple,
+    transposed: tuple,
+    attraction_scale: float,
+    n_epochs: int,
+    a: float,
+    b: float,
+    seed: int,
+    learning_rate: float,
+    momentum: float,
+    n_negatives: float,
+    repulsion_weight: float,
+    guard: Any = None,
+    row_ids: np.ndarray | None = None,
+    device: str = "cpu",
+    negative_pool: int = 0,
+) -> np.ndarray:
+    """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
+
+    Every point sums its attractions and ``n_negatives`` uniform negative samples per edge,
+    each of weight ``repulsion_weight``, from the epoch's positions; the clipped sum moves it
+    by a heavy-ball step of size ``learning_rate``, decayed linearly to 0
+    (:func:`unimap.optimizers.gdr_numba.umap_epoch`). ``edges``, ``transposed`` and
+    ``attraction_scale`` are :func:`unimap.optimizers.forces.gdr_edge_arrays`'s. ``row_ids[r]`` is
+    the input row of row ``r`` when the points were relabelled (named in a guard's error).
+    ``device="cuda"`` runs the epochs on the GPU (:mod:`unimap.optimizers.gdr_cuda`, the same row
+    code). ``negative_pool`` > 0 draws 2-D negatives from per-block pools of that many points
+    (CPU only; :func:`unimap.optimizers.gdr_numba.umap_epoch`).
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_samples, n_components), float32
+    """
+    from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_numba import umap_epoch
+
+    f32 = np.float32
+    # the step size decays linearly to 0, one float32 per epoch
+    rates = [f32(learning_rate * (1.0 - epoch / n_epochs)) for epoch in range(n_epochs)]
+    if device == "cuda":
+        from unimap.optimizers.gdr_cuda import full_batch_umap_cuda
+
+        return full_batch_umap_cuda(init, edges, transposed, attraction_scale, n_epochs, a, b,
+                                    seed, rates, momentum, n_negatives, repulsion_weight,
+                                    FULL_BATCH_CLIP, guard, row_ids)
+    weight, scale = f32(repulsion_weight), f32(attraction_scale)
+    a, b = f32(a), f32(b)
+    if init.shape[1] == 2:  # epoch_buffers copies the start into float32 buffers itself
+        return _epochs_2d(init, edges, transposed, scale, n_negatives, weight, a, b, rates,
+                          f32(momentum), seed, guard, row_ids, negative_pool)
+    Y = np.array(init, dtype=np.float32, order="C")
+    Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
+    threads = adaptive_threads(Y.shape[0])
+    with threads.spread():
+        for epoch in range(n_epochs):
+            threads.start_epoch(epoch)
+            umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
+                       f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
+                       np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
+            threads.end_epoch()
+            Y, Y_next = Y_next, Y
+            if guard is not None:
+                guard.check(epoch, Y, row_ids, **{"the forces": F})
+    return Y
+
+
+# Epochs per call of the 2-D kernel: its threads wait for each other once per call (not once
+# per epoch), and the guard checks the embedding after each call.
+EPOCH_CHUNK = 10
+
+
+def _epochs_2d(init: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
+               n_negatives: float, weight: np.float32, a: np.float32, b: np.float32,
+               rates: list, momentum: np.float32, seed: int, guard: Any,
+               row_ids: np.ndarray | None, negative_pool: int) -> np.ndarray:
+    """:func:`full_batch_umap`'s 2-D epochs, ``EPOCH_CHUNK`` at a time in one parallel region
+    (:mod:`unimap.optimizers.gdr_epochs_numba`: an epoch does not wait for a descheduled thread).
+    Bitwise the epochs of :func:`unimap.optimizers.gdr_numba.umap_epoch`."""
+    from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
+    from unimap.optimizers.gdr_unnormalized_numba import pooled_sample_weight
+
+    f32 = np.float32
+    n, n_epochs = init.shape[0], len(rates)
+    n_threads = epoch_threads(n)
+    if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
+        weight = pooled_sample_weight(weight, n)
+    positions, velocities, forces = epoch_buffers(init)
+    step_sizes = np.asarray(rates, dtype=f32)
+    with numba_threads(n_threads), spread_threads(n_threads > 1):
+        for start in range(0, n_epochs, EPOCH_CHUNK):
+            stop = min(n_epochs, start + EPOCH_CHUNK)
+            umap_epochs_2d(positions, forces, velocities, *edges, *transposed, scale,
+                           n_negatives, weight, a, b, f32(UMAP_EPS), f32(FULL_BATCH_CLIP),
+                           step_sizes[start:stop], momentum, np.uint64(seed), np.int64(start),
+                           np.int64(n_threads), np.int64(negative_pool))
+            if guard is not None:
+                guard.check(stop - 1, positions[stop % 3], row_ids, since=start,
+                            **{"the forces": forces[(stop - 1) % 3]})
+    return positions[n_epochs % 3].copy()
