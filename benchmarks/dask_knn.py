@@ -9,7 +9,7 @@ The data is the issue's Gaussian mixture (``dask_place.py``: 30 centres in 50-D,
 generated block by block on the workers, so the N points never sit in the client. Steps:
 
 1. start a ``LocalCluster`` (``--workers`` processes, ``--threads`` threads each);
-2. ``unimap.dask.transform.knn_graph(X, 15, random_state=0)`` (default shards and probes) and its
+2. ``unimap.dask.knn_graph(X, 15, random_state=0)`` (default shards and probes) and its
    ``compute()``: the (N, 15) indices and distances gathered in the client;
 3. the exact 15 neighbours of ``--queries`` sampled rows, computed on the cluster (every block
    against the queries), and the graph's recall@15 on them;
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> dict:
     import dask.array as da
     import distributed
 
-    from unimap.dask.transform import knn_graph
+    from unimap.dask.knn import knn_graph
 
     n, chunk = args.n, args.chunk
     res: dict = {"n": n, "chunk": chunk, "workers": args.workers, "threads": args.threads,

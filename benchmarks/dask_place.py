@@ -105,7 +105,8 @@ def run(n: int, sample: int, chunk: int, workers: int, threads: int, n_eval: int
     import distributed
 
     import unimap
-    from unimap.dask.transform import _without_graph, sample_rows
+    from unimap.dask.sample import sample_rows
+    from unimap.dask.transform import _without_graph
 
     res: dict = {"n": n, "sample": sample, "chunk": chunk, "workers": workers,
                  "threads": threads, "state_before": machine_state()}

@@ -15,9 +15,9 @@ Quality, computed in the parent and the same for every library:
   nearest embedding neighbours, on a fixed 5,000-point sample (neighbours among all points,
   ``unimap.metrics.knn_recall``);
 * KL: KL(P‖Q) of the embedding, with one common P for every library (perplexity 30 on the
-  exact 90 nearest neighbours, ``unimap.affinity.joint.perplexity_affinities``) and Q normalised
-  exactly over all pairs (``unimap.metrics.tsne_kl_divergence``), so the numbers compare; each
-  library's own KL estimate is listed too when it reports one.
+  exact 90 nearest neighbours, ``unimap.affinity.perplexity.perplexity_affinities``) and Q
+  normalised exactly over all pairs (``unimap.metrics.tsne_kl_divergence``), so the numbers
+  compare; each library's own KL estimate is listed too when it reports one.
 
 Calls (all with perplexity 30, 2 components, their default number of iterations and all
 cores):
@@ -115,7 +115,7 @@ class Judge:
     """The quality measures, with what they share across libraries computed once."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
-        from unimap.affinity.joint import perplexity_affinities
+        from unimap.affinity.perplexity import perplexity_affinities
         from unimap.neighbors.graph import nearest_neighbors
 
         self.X, self.y = X, y

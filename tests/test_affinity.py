@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from unimap.affinity.joint import fuzzy_simplicial_set, fuzzy_union, smooth_knn_dist
+from unimap.affinity.fuzzy import fuzzy_simplicial_set, fuzzy_union, smooth_knn_dist
 from unimap.lowdim.ab_fit import find_ab_params
 from unimap.neighbors.graph import nearest_neighbors
 

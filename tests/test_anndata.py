@@ -8,7 +8,8 @@ import scipy.sparse as sp
 
 import unimap
 from unimap.cli.main import main
-from unimap.io.tables import read_table, write_embedding
+from unimap.io.read import read_table
+from unimap.io.write import write_embedding
 
 ad = pytest.importorskip("anndata")
 pd = pytest.importorskip("pandas")

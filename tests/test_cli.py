@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from unimap.cli.main import main, read_table
+from unimap.cli.main import main
+from unimap.io.read import read_table
 
 
 def test_embed_builtin_digits_writes_embedding_and_png(tmp_path):

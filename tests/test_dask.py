@@ -117,10 +117,10 @@ def test_dask_input_errors_are_raised_at_transform(fitted, digits):
     with pytest.raises(NotFittedError):
         unimap.GDR().transform(da.from_array(X_new, chunks=CHUNK))
     with pytest.raises(TypeError, match="fit_sample_transform takes a dask"):
-        unimap.dask.transform.fit_sample_transform(unimap.PCA(), X_new, n_sample=100)
+        unimap.dask.sample.fit_sample_transform(unimap.PCA(), X_new, n_sample=100)
     with pytest.raises(ValueError, match="unknown row counts"):
         X = da.from_array(X_new, chunks=CHUNK)
-        unimap.dask.transform.sample_rows(X[X[:, 20] > 8], 50)
+        unimap.dask.sample.sample_rows(X[X[:, 20] > 8], 50)
 
 
 @pytest.mark.parametrize("name", list(ESTIMATORS))
@@ -210,9 +210,9 @@ def test_pca_fit_transform_of_dask_array_is_lazy_and_float32(offset_data, client
     assert isinstance(Z, da.Array) and Z.dtype == np.float32
     np.testing.assert_allclose(client.compute(Z).result(), ref.transform(X), atol=1e-4)
     # the moments merge in a fixed tree: the same with or without the cluster, bitwise
-    with_client = unimap.dask.transform.scatter_moments(X_dask)
+    with_client = unimap.dask.sample.scatter_moments(X_dask)
     with dask_config_sync():
-        local = unimap.dask.transform.scatter_moments(X_dask)
+        local = unimap.dask.sample.scatter_moments(X_dask)
     np.testing.assert_array_equal(with_client.scatter, local.scatter)
 
 

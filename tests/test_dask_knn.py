@@ -1,4 +1,4 @@
-"""The kNN graph of a dask array built on the cluster (unimap.dask.transform.knn_graph)."""
+"""The kNN graph of a dask array built on the cluster (unimap.dask.knn_graph)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 import unimap  # noqa: E402
-from unimap.dask.transform import knn_graph  # noqa: E402
+from unimap.dask.knn import knn_graph  # noqa: E402
 from unimap.neighbors.graph import nearest_neighbors  # noqa: E402
 
 K = 15
@@ -133,11 +133,11 @@ def test_errors_name_the_problem(data):
 
 
 def test_knn_graph_recall_on_the_cluster_equals_the_in_memory_one():
-    """unimap.dask.transform.knn_graph_recall scores the same sampled rows the same way as
+    """unimap.dask.knn_graph_recall scores the same sampled rows the same way as
     unimap.metrics.knn_graph_recall, with the exact neighbours found block by block."""
     import dask
 
-    from unimap.dask.transform import knn_graph_recall as dask_recall
+    from unimap.dask.knn import knn_graph_recall as dask_recall
     from unimap.metrics import knn_graph_recall
 
     rng = np.random.default_rng(5)

@@ -3,16 +3,15 @@ import pytest
 import scipy.linalg
 import scipy.sparse as sp
 
-from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
 from unimap.initialization.layouts import (
     array_init,
     pca_init,
     random_init,
     rescale_to_box,
     rescale_to_std,
-    spectral_init,
-    spectral_layout,
 )
+from unimap.initialization.spectral import spectral_init, spectral_layout
 from unimap.neighbors.graph import nearest_neighbors
 
 
@@ -143,7 +142,7 @@ def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
 
     import scipy.sparse as sp
 
-    from unimap.initialization import layouts as initialization
+    from unimap.initialization import spectral as initialization
 
     rng = np.random.default_rng(0)
     n, d, n_comp = 20000, 200, 500
@@ -169,7 +168,7 @@ def test_spectral_layout_does_not_depend_on_blas_threads():
     import scipy.sparse as sp
     from threadpoolctl import threadpool_limits
 
-    from unimap.initialization.layouts import spectral_layout
+    from unimap.initialization.spectral import spectral_layout
 
     rng = np.random.default_rng(0)
     n, k = 60000, 10
@@ -215,7 +214,7 @@ def test_small_components_batched_as_laid_out_one_by_one():
     # _dense_layouts lays out the small components with one eigh per size; each layout must
     # be bitwise the one spectral_layout gives its block alone (then scaled to max 1), the
     # path every component took before. Sizes 4..64 (dense eigh), shuffled, uneven weights.
-    from unimap.initialization.layouts import _DENSE_EIGH_MAX, _dense_layouts
+    from unimap.initialization.spectral import _DENSE_EIGH_MAX, _dense_layouts
 
     rng = np.random.default_rng(5)
     sizes = rng.integers(4, _DENSE_EIGH_MAX + 1, 300)
@@ -241,7 +240,7 @@ def test_connected_components_match_scipy():
     undirected, on random directed graphs with many components and self-loops."""
     from scipy.sparse.csgraph import connected_components as scipy_components
 
-    from unimap.initialization.layouts import connected_components
+    from unimap.initialization.spectral import connected_components
 
     rng = np.random.default_rng(0)
     for _ in range(30):

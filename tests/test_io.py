@@ -1,4 +1,4 @@
-"""unimap.io.tables: readers and writers of every format, their errors, and the CLI on them."""
+"""unimap.io: readers and writers of every format, their errors, and the CLI on them."""
 
 import subprocess
 import sys
@@ -9,7 +9,8 @@ import scipy.sparse as sp
 
 import unimap
 from unimap.cli.main import main
-from unimap.io.tables import read_table, write_embedding
+from unimap.io.read import read_table
+from unimap.io.write import write_embedding
 
 
 @pytest.fixture
@@ -235,7 +236,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 
 
 def test_import_unimap_loads_no_optional_io_library():
-    code = ("import sys, unimap, unimap.io.tables, unimap.tl, unimap.cli.main; "
+    code = ("import sys, unimap, unimap.io.read, unimap.io.write, unimap.tl, unimap.cli.main; "
             "print(sorted(m for m in ('anndata', 'pyarrow', 'h5py', 'pandas') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -299,7 +300,7 @@ def test_cli_output_formats_are_usage_errors(tmp_path, capsys):
 
 
 def test_read_columns_keeps_text_and_numbers_of_every_format(tmp_path):
-    from unimap.io.tables import column_names, read_columns
+    from unimap.io.read import column_names, read_columns
 
     csv_path = tmp_path / "meta.csv"
     csv_path.write_text("name,parity,score\na,even,1.5\nb,odd,2\n")

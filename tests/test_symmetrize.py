@@ -5,16 +5,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap.affinity.joint import (
+from unimap.affinity.fuzzy import (
     fuzzy_simplicial_set,
     fuzzy_union,
-    joint_affinities,
-    knn_affinities,
     membership_weights,
-    perplexity_affinities,
     smooth_knn_dist,
-    symmetrize_tsne,
 )
+from unimap.affinity.joint import joint_affinities, knn_affinities
+from unimap.affinity.perplexity import perplexity_affinities, symmetrize_tsne
 
 
 def _scipy_directed(indices, values, n):
@@ -110,7 +108,7 @@ def test_fuzzy_simplicial_set_matches_scipy(graph, mix):
 @pytest.mark.parametrize("symmetrization", ["umap", "tsne", "none"])
 @pytest.mark.parametrize("kind", ["fuzzy", "perplexity"])
 def test_joint_affinities_match_scipy(graph, kind, symmetrization):
-    from unimap.affinity.joint import conditional_probabilities
+    from unimap.affinity.perplexity import conditional_probabilities
 
     indices, distances = graph
     n = len(indices)
@@ -128,7 +126,7 @@ def test_joint_affinities_match_scipy(graph, kind, symmetrization):
 
 
 def test_perplexity_affinities_match_scipy(graph):
-    from unimap.affinity.joint import conditional_probabilities
+    from unimap.affinity.perplexity import conditional_probabilities
 
     indices, distances = graph
     ours, _ = perplexity_affinities(indices, distances, 5.0)

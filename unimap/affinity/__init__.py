@@ -1,18 +1,20 @@
-"""High-dimensional affinities P from the kNN graph: UMAP's fuzzy simplicial set,
-t-SNE's perplexity-calibrated probabilities and GDR's joint affinities.
+"""High-dimensional affinities P from the kNN graph: UMAP's fuzzy simplicial set (``fuzzy``),
+t-SNE's perplexity-calibrated probabilities (``perplexity``) and GDR's joint affinities
+(``joint``).
 """
 
-from unimap.affinity.joint import (
-    conditional_probabilities,
-    effective_perplexity,
+from unimap.affinity.fuzzy import (
     fuzzy_simplicial_set,
     fuzzy_union,
-    joint_affinities,
-    knn_affinities,
     membership_weights,
+    smooth_knn_dist,
+)
+from unimap.affinity.joint import joint_affinities, knn_affinities
+from unimap.affinity.perplexity import (
+    conditional_probabilities,
+    effective_perplexity,
     perplexity_affinities,
     perplexity_neighbors,
-    smooth_knn_dist,
     symmetrize_tsne,
 )
 

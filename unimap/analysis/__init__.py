@@ -21,22 +21,25 @@ Every analysis works on a random sample of points (``n_samples``, ``random_state
 fields; each has a ``plot_*`` function (and a ``.plot()`` method) that draws it with matplotlib
 (``pip install 'unimap[plot]'``, imported only when plotting) and returns the figure.
 
-The code lives in private modules: ``_distances`` (the four pairwise analyses), ``_overlap``
-(neighbour overlap), ``_report`` (all five and their figure), ``_stability`` (sub-sampling,
-Procrustes, estimator cloning), ``_runtime`` (the profile) and ``_common`` (checks, sampling,
-blocked distances, plotting helpers).
+The code lives in private modules: ``_distances`` (the four pairwise analyses) and
+``_distance_results`` (their results and plots), ``_overlap`` (neighbour overlap), ``_report``
+(all five and their figure), ``_stability`` (sub-sampling, Procrustes, estimator cloning),
+``_runtime`` (the profile) and ``_common`` (checks, sampling, blocked distances, plotting
+helpers).
 """
 
-from unimap.analysis._distances import (
+from unimap.analysis._distance_results import (
     DistanceComparison,
     RelativeError,
     SortedDistances,
     SortIndexChange,
-    distance_comparison,
     plot_distance_comparison,
     plot_relative_error,
     plot_sort_index_change,
     plot_sorted_distances,
+)
+from unimap.analysis._distances import (
+    distance_comparison,
     relative_error,
     sort_index_change,
     sorted_distances,

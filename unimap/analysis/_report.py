@@ -10,20 +10,22 @@ from typing import Any
 import numpy as np
 
 from unimap.analysis._common import pyplot
-from unimap.analysis._distances import (
+from unimap.analysis._distance_results import (
     DistanceComparison,
     RelativeError,
     SortedDistances,
     SortIndexChange,
+    plot_distance_comparison,
+    plot_relative_error,
+    plot_sort_index_change,
+    plot_sorted_distances,
+)
+from unimap.analysis._distances import (
     _distance_comparison,
     _relative_error,
     _sample,
     _sort_index_change,
     _sorted_distances,
-    plot_distance_comparison,
-    plot_relative_error,
-    plot_sort_index_change,
-    plot_sorted_distances,
 )
 from unimap.analysis._overlap import NeighborOverlap, neighbor_overlap, plot_neighbor_overlap
 from unimap.metrics._common import _rng

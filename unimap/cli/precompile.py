@@ -103,10 +103,11 @@ def _knn_cells(X: np.ndarray, _labels: np.ndarray) -> None:
 
 def _umap_pooled(X: np.ndarray, _labels: np.ndarray) -> None:
     """Compile UMAP's 2-D epoch with pooled negative samples, which fits of 50,000+ points
-    run (:data:`unimap.optimizers.umap_sgd.POOLED_NEGATIVES_MIN_ROWS`), with the fit's argument
+    run (:data:`unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`), with the fit's argument
     types."""
     from unimap import UMAP
-    from unimap.optimizers.umap_sgd import NEGATIVE_POOL, umap_sgd
+    from unimap.optimizers.sampling import NEGATIVE_POOL
+    from unimap.optimizers.umap_sgd import umap_sgd
 
     model = UMAP(n_epochs=5, random_state=0, max_memory=None, device="cpu").fit(X)
     umap_sgd(model.embedding_, None, model.graph_, 5, model.a_, model.b_, 0,

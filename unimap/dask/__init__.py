@@ -2,17 +2,16 @@
 and the kNN graph of a dask array built on the cluster (docs/dask.md).
 """
 
-from unimap.dask.transform import (
-    DaskKNNGraph,
+from unimap.dask.knn import knn_graph, knn_graph_recall
+from unimap.dask.knn_cells import DaskKNNGraph
+from unimap.dask.sample import (
     Moments,
     SamplePlacement,
     fit_sample_transform,
-    is_dask_collection,
-    knn_graph,
-    knn_graph_recall,
     sample_rows,
     scatter_moments,
 )
+from unimap.dask.transform import is_dask_collection
 
 __all__ = ["DaskKNNGraph", "Moments", "SamplePlacement", "fit_sample_transform",
            "is_dask_collection", "knn_graph", "knn_graph_recall", "sample_rows",

@@ -1,4 +1,5 @@
-"""Initial embeddings: spectral (with fallbacks), PCA, random, a user array; and rescaling."""
+"""Initial embeddings: spectral (with fallbacks; ``spectral``), PCA, random, a user array; and
+rescaling (``layouts``)."""
 
 from unimap.initialization.layouts import (
     array_init,
@@ -7,9 +8,8 @@ from unimap.initialization.layouts import (
     random_init,
     rescale_to_box,
     rescale_to_std,
-    spectral_init,
-    spectral_layout,
 )
+from unimap.initialization.spectral import spectral_init, spectral_layout
 
 __all__ = ["initialize", "spectral_init", "spectral_layout", "pca_init", "random_init",
            "array_init", "rescale_to_box", "rescale_to_std"]

@@ -1,4 +1,6 @@
-"""Initial embeddings: spectral (with fallbacks), PCA, random, user array; and rescaling.
+"""Initial embeddings: the dispatch every neighbour-embedding method starts from
+(:func:`initialize`), the PCA, random and user-array starts, and the rescaling to UMAP's box or
+t-SNE's small standard deviation; the spectral start is in :mod:`unimap.initialization.spectral`.
 
 Each initializer returns raw coordinates of shape (n_samples, n_components), float32; the
 method then rescales them (UMAP: into a [0, 10] box; t-SNE: to a small standard deviation).
@@ -7,22 +9,16 @@ Fallbacks never fail silently: they warn and say what was used in the returned `
 
 from __future__ import annotations
 
-import warnings
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.runtime.ordering import relabelled
-from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
+from unimap.runtime.random_streams import spawn_seeds
 from unimap.runtime.validation import check_array
 
 __all__ = [
     "initialize",
-    "spectral_init",
-    "spectral_layout",
     "pca_init",
     "random_init",
     "array_init",
@@ -30,12 +26,10 @@ __all__ = [
     "rescale_to_std",
 ]
 
+
 INIT_STD = 1e-4  # t-SNE's start: standard deviation of the first coordinate
 BOX_SIZE = 10.0  # UMAP's start: each coordinate in [0, BOX_SIZE]
 PCA_INIT_FIT_ROWS = 10_000  # rows the PCA initialization's axes are fitted on (at most)
-_DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space smaller than n
-# (Above it ARPACK wins: 0.1 s against 0.6-6.7 s for dense eigh at 1,000 vertices, where
-# multi-threaded LAPACK suffers badly from a busy machine.)
 
 
 def initialize(
@@ -68,6 +62,9 @@ def initialize(
     info : dict
         ``{"method": ..., "fallback": str | None}`` (spectral adds ``n_graph_components``).
     """
+    # imported here, not at the top: the spectral module imports random_init from here
+    from unimap.initialization.spectral import spectral_init
+
     n = graph.shape[0]
     if not isinstance(init, str):
         return array_init(init, n, n_components), {"method": "array", "fallback": None}
@@ -88,344 +85,6 @@ def initialize(
         if info["fallback"] is not None and scale == "box":
             return Y, info
     return (rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)), info
-
-
-def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
-                    limit_blas: bool = True) -> np.ndarray | None:
-    """Eigenvectors 2..(d+1) of the symmetric normalised Laplacian of a connected graph.
-
-    The smallest eigenvectors of ``L = I − D^{-1/2} W D^{-1/2}`` are the largest of the
-    normalised adjacency ``D^{-1/2} W D^{-1/2}``, which ARPACK finds much faster (no
-    shift-invert needed). Returns None if the graph is too small or the solver fails.
-    ``limit_blas=False``: the caller has already limited BLAS to one thread.
-    """
-    n = graph.shape[0]
-    k = n_components + 1
-    if n <= k:
-        return None
-    adjacency, degrees = _normalized_adjacency(graph)
-    try:
-        if n <= _DENSE_EIGH_MAX:
-            evals, evecs = np.linalg.eigh(adjacency.toarray())
-        else:
-            evals, evecs = _arpack_largest(adjacency, k, degrees, seed, limit_blas)
-    except Exception as exc:  # ARPACK non-convergence or LAPACK failure
-        warnings.warn(f"spectral initialization failed ({exc})", stacklevel=3)
-        return None
-    layouts, finite = _oriented_layouts(evals[None], evecs[None], n_components)
-    return layouts[0] if finite[0] else None
-
-
-def _normalized_adjacency(graph: sp.spmatrix) -> tuple[sp.spmatrix, np.ndarray]:
-    """The normalised adjacency ``D^{-1/2} W D^{-1/2}`` (float64) and the degrees of ``W``.
-
-    Each entry involves its own row's and column's degrees only, so a component's block of
-    it is what the component's graph alone gives (what ``_dense_layouts`` relies on)."""
-    degrees = np.asarray(graph.sum(axis=1)).ravel()
-    D = sp.diags(1.0 / np.sqrt(np.maximum(degrees, 1e-300)))
-    return (D @ graph @ D).astype(np.float64), degrees
-
-
-def _oriented_layouts(evals: np.ndarray, evecs: np.ndarray,
-                      n_components: int) -> tuple[np.ndarray, np.ndarray]:
-    """For a stack of eigendecompositions (evals (m, r), evecs (m, n, r)): the eigenvectors
-    of the 2nd to (d+1)th largest eigenvalues, each with the sign of its largest |coordinate|
-    (the first such) made positive, so that the result does not depend on the solver;
-    float32 (m, n, d), and whether each is finite."""
-    order = np.argsort(evals, axis=1)[:, ::-1][:, 1:n_components + 1]
-    vectors = np.take_along_axis(evecs, order[:, None, :], axis=2)
-    pivot = np.argmax(np.abs(vectors), axis=1)[:, None, :]
-    signs = np.sign(np.take_along_axis(vectors, pivot, axis=1))
-    signs[signs == 0] = 1.0
-    return (vectors * signs).astype(np.float32), np.isfinite(vectors).all(axis=(1, 2))
-
-
-def _unit_box(layouts: np.ndarray) -> np.ndarray:
-    """Each (n, d) layout of a stack (m, n, d) scaled to max|coordinate| = 1."""
-    peak = np.abs(layouts).max(axis=(1, 2))
-    return layouts / np.maximum(peak, np.float32(1e-12))[:, None, None]
-
-
-def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
-    """Largest ``k`` eigenpairs by ARPACK; a small Krylov space first, a large one on failure.
-
-    On MNIST-70k 16 Lanczos vectors converge in 0.5 s where umap-learn's sqrt(n) = 264 take
-    2.5 s for the same eigenvectors (correlation > 0.9999 with a tol=1e-8 reference). The
-    matrix and vectors are float32: single-precision ARPACK halves the memory traffic of the
-    matvecs, 0.39 → 0.22 s on MNIST-70k for eigenvectors that correlate 0.99998 with the
-    double-precision ones (tol=1e-4 is far above float32's rounding).
-    """
-    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
-    from threadpoolctl import threadpool_limits
-
-    n = adjacency.shape[0]
-    rng = np.random.default_rng(seed)
-    adjacency = adjacency.astype(np.float32)
-    v0 = (np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)).astype(np.float32)
-    small = min(n - 1, max(2 * k + 1, 16))
-    large = min(n - 1, max(2 * k + 1, int(np.sqrt(n))))
-    # ARPACK's vector operations on one BLAS thread: the eigenvectors then do not depend on
-    # how many cores BLAS found (MNIST-70k: the layout's bits differed between 1 and 2
-    # threads), and a core held by another program does not stall BLAS's static split
-    # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
-    # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
-    with threadpool_limits(1, user_api="blas") if limit_blas else nullcontext():
-        try:
-            return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
-        except ArpackNoConvergence:
-            if large <= small:
-                raise
-            return eigsh(adjacency, k, which="LA", ncv=large, tol=1e-4, v0=v0,
-                         maxiter=n * 5)
-
-
-def spectral_init(
-    graph: sp.spmatrix,
-    n_components: int,
-    seed: int,
-    data: np.ndarray | None = None,
-) -> tuple[np.ndarray, dict]:
-    """Spectral embedding of a (possibly disconnected) affinity graph.
-
-    Each connected component gets its own spectral layout (random if it is too small or the
-    eigensolver fails), scaled into a box around the component's position in a meta layout:
-    the ± coordinate axes for few components, else the PCA of the component centroids in
-    ``data`` (random directions without data).
-
-    ``seed`` is split into three streams: the eigensolver's start vector, the tie-breaking
-    noise, and the random layouts (fallback, meta positions, small components).
-
-    Returns
-    -------
-    embedding : ndarray of shape (n_samples, n_components), float32
-    info : dict
-        ``{"method": "spectral", "n_graph_components": int, "fallback": str | None}``
-    """
-    solver_seed, noise_seed, layout_seed = spawn_seeds(seed, 3)
-    graph = sp.csr_matrix(graph)
-    n_comp, labels = connected_components(graph)
-    info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
-                            "fallback": None}
-    if n_comp == 1:
-        layout = spectral_layout(graph, n_components, solver_seed)
-        if layout is not None:
-            return _expand(layout, noise_seed), info
-        info["fallback"] = "random (eigensolver failed or graph too small)"
-        if graph.shape[0] > n_components + 1:
-            warnings.warn("spectral initialization failed; using random initialization",
-                          stacklevel=2)
-        return random_init(graph.shape[0], n_components, layout_seed), info
-    warnings.warn(
-        f"the neighbour graph has {n_comp} connected components; each is laid out "
-        "separately and they are placed apart (distances between them are not meaningful)",
-        stacklevel=2,
-    )
-    layout = _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
-                              data)
-    return _expand(layout, noise_seed), info
-
-
-def connected_components(graph: sp.csr_matrix) -> tuple[int, np.ndarray]:
-    """The connected components of a graph, its edges taken as undirected: their count, and
-    each vertex's component (int32, numbered by smallest vertex, as scipy's
-    ``connected_components(graph, directed=False)``)."""
-    from unimap.initialization.components_numba import weak_components
-
-    labels = np.empty(graph.shape[0], dtype=np.int32)
-    n_comp = weak_components(graph.indptr, graph.indices, labels)
-    return int(n_comp), labels
-
-
-def _expand(layout: np.ndarray, seed: int, max_coord: float = 10.0) -> np.ndarray:
-    """Scale to ``max|coord| = max_coord`` and add tiny noise to break exact ties."""
-    scale = max_coord / max(np.abs(layout).max(), 1e-12)
-    rng = np.random.default_rng(seed)
-    noise = rng.normal(scale=1e-4, size=layout.shape)
-    return (layout * scale + noise).astype(np.float32)
-
-
-def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
-    """One position per connected component: the ± axes for few components, else the
-    principal axes of the component centroids in ``data`` (random directions without it)."""
-    n_comp = sizes.shape[0]
-    if n_comp <= 2 * n_components:
-        half = int(np.ceil(n_comp / 2))
-        base = np.eye(half, n_components)
-        return np.vstack([base, -base])[:n_comp]
-    if data is not None and not sp.issparse(data):
-        # Centroids by one sparse product, not a pass over the data per component (MNIST
-        # with 20k components: minutes -> a fraction of a second).
-        centroids = _component_sums(labels, n_comp, data) / sizes[:, None]
-        centroids -= centroids.mean(axis=0)
-        if n_comp > centroids.shape[1]:  # principal axes from the small covariance matrix
-            _, axes = np.linalg.eigh(centroids.T @ centroids)
-            meta = centroids @ axes[:, ::-1][:, :n_components]
-        else:
-            u, s, _ = np.linalg.svd(centroids, full_matrices=False)
-            meta = u[:, :n_components] * s[:n_components]
-        if meta.shape[1] == n_components and np.ptp(meta, axis=0).min() > 0:
-            return meta / np.abs(meta).max()
-    rng = np.random.default_rng(seed)
-    meta = rng.standard_normal((n_comp, n_components))
-    return meta / np.linalg.norm(meta, axis=1, keepdims=True)
-
-
-# Bytes of the float64 copy of data rows that _component_sums converts at a time.
-_CENTROID_BLOCK_BYTES = 64 << 20
-
-
-def _component_sums(labels: np.ndarray, n_comp: int, data: np.ndarray) -> np.ndarray:
-    """Per-component sums of the rows of ``data``, float64, shape (n_comp, n_features).
-
-    Blocks of rows are converted to float64 (no float64 copy of the whole data: MNIST
-    upsampled to 1M rows would need 6 GB) and added to their components' sums in row order
-    (:func:`unimap.initialization.components_numba.add_rows_by_label`), so each sum runs over the
-    same points in the same order as the product of a component indicator matrix with ``data``:
-    the result is bitwise that product's.
-    """
-    from unimap.initialization.components_numba import add_rows_by_label
-
-    n, n_features = data.shape
-    labels = np.ascontiguousarray(labels, dtype=np.int32)
-    sums = np.zeros((n_comp, n_features), dtype=np.float64)
-    height = max(1, _CENTROID_BLOCK_BYTES // (8 * max(n_features, 1)))
-    for start in range(0, n, height):
-        block = np.ascontiguousarray(data[start:start + height], dtype=np.float64)
-        add_rows_by_label(labels[start:start + height], block, sums)
-    return sums
-
-
-def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
-                     data) -> np.ndarray:
-    """Each component laid out on its own (spectral, or random when it is too small), in a
-    box of radius a quarter of the gap to the nearest other component's meta position."""
-    from scipy.spatial import cKDTree
-
-    meta_seed, small_seed = spawn_seeds(layout_seed, 2)
-    sizes = np.bincount(labels, minlength=n_comp)
-    meta = _meta_positions(labels, sizes, n_components, meta_seed, data)
-    gaps = cKDTree(meta).query(meta, k=2)[0][:, 1]
-    radius = np.maximum(gaps / 4.0, 1e-3)
-    # Components too small for a spectral layout (most of them when there are thousands)
-    # are placed at random in one go; the others one by one.
-    rng = np.random.default_rng(small_seed)
-    layout = rng.uniform(-1.0, 1.0, size=(graph.shape[0], n_components))
-    order = np.argsort(labels, kind="stable")
-    bounds = np.concatenate([[0], np.cumsum(sizes)])
-    # The graph with each component's rows and columns contiguous, made once: a component's
-    # block is then a slice. (graph[members][:, members] per component cost O(n) each: MNIST
-    # upsampled to 1M rows has 69,717 components.) Members stay in ascending order, so each
-    # block holds the same entries in the same order as before.
-    grouped = relabelled(graph, order)
-    laid_out = sizes > n_components + 1
-    dense = np.flatnonzero(laid_out & (sizes <= _DENSE_EIGH_MAX))
-    large = np.flatnonzero(laid_out & (sizes > _DENSE_EIGH_MAX))
-    if dense.size:
-        # Thousands of small components (69,717 in MNIST upsampled to 1M): one batched eigh
-        # per component size instead of a Python round per component (~1 ms each). One BLAS
-        # thread, as _run_largest_first sets for the one-by-one path: LAPACK's result on a
-        # matrix then does not depend on the core count, and threads cost more than they
-        # give on matrices this small.
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(1, user_api="blas"):
-            for batch, subs in _dense_layouts(grouped, bounds, sizes, dense, n_components):
-                rows = (bounds[batch][:, None] + np.arange(subs.shape[1])).ravel()
-                layout[order[rows]] = subs.reshape(-1, n_components)
-
-    def lay_out(task) -> None:  # writes only its component's rows
-        c, component_seed = task
-        sub = _component_layout(grouped, bounds, c, n_components, component_seed)
-        if sub is not None:
-            layout[order[bounds[c]:bounds[c + 1]]] = sub
-
-    # A large component's seed: child (its rank among the laid-out components) of the
-    # solver's seed, as when every laid-out component drew one (the small ones need none).
-    ranks = np.cumsum(laid_out) - 1
-    seeds = spawned_seeds_at(solver_seed, ranks[large])
-    _run_largest_first(lay_out, list(zip(large, seeds, strict=True)), sizes)
-    return meta[labels] + radius[labels, None] * layout
-
-
-# Bytes of float64 matrices one batched eigh of _dense_layouts holds at a time.
-_DENSE_BATCH_BYTES = 32 << 20
-
-
-def _dense_layouts(grouped, bounds, sizes, components, n_components):
-    """``(batch, layouts)`` for components of at most ``_DENSE_EIGH_MAX`` points: ``batch``
-    an array of m components of one size s, ``layouts`` (m, s, n_components) float32, as
-    :func:`spectral_layout` computes them one by one, then scaled to max|coord| = 1. A
-    component that comes out non-finite is left out (it keeps its random layout, as before).
-
-    Bitwise the same as the one-by-one path: the normalised adjacency is computed on the
-    whole grouped graph, whose entries are those of each block (a row's degree and an
-    entry's scaling involve that row and column only); a batched eigh runs LAPACK on each
-    matrix as a single call does; the rest is elementwise or per matrix.
-    """
-    adjacency = sp.csr_matrix(_normalized_adjacency(grouped)[0])
-    for size in np.unique(sizes[components]):
-        same = components[sizes[components] == size]
-        per_batch = max(1, _DENSE_BATCH_BYTES // (8 * int(size) ** 2))
-        for start in range(0, same.size, per_batch):
-            batch = same[start:start + per_batch]
-            try:
-                evals, evecs = np.linalg.eigh(_blocks(adjacency, bounds[batch], int(size)))
-            except np.linalg.LinAlgError:  # a matrix failed: one at a time, as before
-                yield from _one_by_one(grouped, bounds, batch, n_components)
-                continue
-            layouts, finite = _oriented_layouts(evals, evecs, n_components)
-            yield batch[finite], _unit_box(layouts[finite])
-
-
-def _one_by_one(grouped, bounds, batch, n_components):
-    for c in batch:
-        sub = _component_layout(grouped, bounds, c, n_components, 0)
-        if sub is not None:
-            yield np.array([c]), sub[None]
-
-
-def _component_layout(grouped, bounds, c, n_components, seed) -> np.ndarray | None:
-    """Component ``c``'s spectral layout (its block of ``grouped``) scaled to max|coord| = 1,
-    or None; BLAS is limited to one thread by the caller."""
-    lo, hi = bounds[c], bounds[c + 1]
-    sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, seed, limit_blas=False)
-    return None if sub is None else _unit_box(sub[None])[0]
-
-
-def _blocks(adjacency: sp.csr_matrix, starts: np.ndarray, size: int) -> np.ndarray:
-    """The diagonal blocks ``adjacency[lo:lo+size, lo:lo+size]`` for each ``lo`` in
-    ``starts``, dense, shape (len(starts), size, size) (a component has no edge outside its
-    block)."""
-    rows = (starts[:, None] + np.arange(size)).ravel()
-    sub = adjacency[rows]  # the blocks' rows, in order
-    stack = np.zeros((starts.size, size, size))
-    row_of = np.repeat(np.arange(rows.size), np.diff(sub.indptr))
-    block = row_of // size
-    stack[block, row_of % size, sub.indices - starts[block]] = sub.data
-    return stack
-
-
-def _run_largest_first(work, tasks: list, sizes: np.ndarray) -> None:
-    """``work(task)`` for each (component, seed) task, on the fit's threads (numba's count),
-    largest components first, each taken by the next free thread. A component's layout
-    depends on its own graph and seed only, so the result is the same for any thread count.
-    scipy's sparse products, most of ARPACK's time, release the GIL: the 26 components of
-    the 1M-point mixture of issue 23 took 7.3 s on one thread."""
-    import numba
-    from threadpoolctl import threadpool_limits
-
-    threads = min(numba.get_num_threads(), len(tasks))
-    # One BLAS thread for all of them, on any thread count (see _arpack_largest), set once
-    # here, outside the threads (which skip their own limit): threadpoolctl's limits are
-    # process-wide.
-    with threadpool_limits(1, user_api="blas"):
-        if threads <= 1:
-            for task in tasks:
-                work(task)
-            return
-        tasks = sorted(tasks, key=lambda task: -int(sizes[task[0]]))
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(work, tasks))  # list(): re-raises a worker's exception
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Every estimator accepts an ``AnnData`` object wherever it takes ``X``: the one conversion is
 :func:`representation` (called from the estimators' shared input step in
-:mod:`unimap.methods._contract`, and by :mod:`unimap.io.tables` and :mod:`unimap.tl`). An AnnData is
+:mod:`unimap.methods._contract`, and by :mod:`unimap.io.read` and :mod:`unimap.tl`). An AnnData is
 recognised by its class's module, so ``import unimap`` never loads anndata, which is an
 optional dependency (``pip install "unimap[anndata]"``).
 """

@@ -1,14 +1,10 @@
-"""Read data tables and write embeddings: ``.npy``, ``.npz``, ``.csv``/``.tsv``, ``.parquet``
-and ``.h5ad``.
-
-:func:`read_table` returns ``(X, labels)`` for any of these; :func:`write_embedding` writes an
-embedding as ``.npy``, ``.csv``/``.tsv`` (with a header), ``.parquet``, or into an ``.h5ad``
-(``obsm["X_<name>"]`` plus the parameters in ``uns``). Writes are atomic: the whole file is
-written beside the target and renamed into place, so a failure leaves no partial file and
-keeps the previous one.
-
-Parquet needs pyarrow (``pip install "unimap[io]"``) and ``.h5ad`` needs anndata
-(``pip install "unimap[anndata]"``); both are imported only when such a file is used.
+"""Reading data tables: :func:`read_table` returns ``(X, labels)`` from ``.npy``, ``.npz``,
+``.csv``/``.tsv`` (its parser lives in :mod:`unimap.io.csv_rows`), ``.parquet`` and ``.h5ad``,
+and :func:`column_names` and :func:`read_columns` read the columns of a metadata table by name,
+text or numbers, for the plots. The optional libraries are imported only when such a file is
+used (Parquet needs pyarrow, ``pip install "unimap[io]"``; ``.h5ad`` needs anndata, ``pip
+install "unimap[anndata]"``), through :func:`_optional`, which names the extra when one is
+missing and serves the writers of :mod:`unimap.io.write` too.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 import csv
 import importlib
 import os
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,17 +19,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.io.atomic import atomic_path
+from unimap.io.csv_rows import _is_number, _read_csv
 
-__all__ = ["READ_FORMATS", "WRITE_FORMATS", "read_table", "write_embedding",
-           "column_names", "read_columns",
-           "check_output_path", "embedding_columns"]
+__all__ = ["READ_FORMATS", "read_table", "column_names", "read_columns"]
+
 
 READ_FORMATS = (".npy", ".npz", ".csv", ".tsv", ".txt", ".parquet", ".h5ad")
 """File suffixes :func:`read_table` reads."""
 
-WRITE_FORMATS = (".npy", ".csv", ".tsv", ".parquet", ".h5ad")
-"""File suffixes :func:`write_embedding` writes."""
 
 _EXTRAS = {"pyarrow": ("io", "Parquet files"), "anndata": ("anndata", ".h5ad files")}
 
@@ -49,7 +41,6 @@ def _optional(module: str) -> Any:
                           f'pip install "unimap[{extra}]"') from exc
 
 
-# -- reading ---------------------------------------------------------------------------------
 def read_table(
     path: str | os.PathLike,
     label_column: str | int | None = None,
@@ -200,135 +191,6 @@ def _npz_label_key(path: Path, label_column: str, names: list[str]) -> str:
     return label_column
 
 
-# CSV ----------------------------------------------------------------------------------------
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh, delimiter=delimiter)
-            first, first_line = next(((row, reader.line_num) for row in reader
-                                      if any(c.strip() for c in row)), (None, 0))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"cannot read {path} as text ({delimiter!r}-separated): {exc}") \
-            from None
-    if first is None:
-        raise ValueError(f"{path} is empty")
-    width = len(first)
-    label_index = None
-    if label_column is not None and label_column.lstrip("-").isdigit():
-        label_index = int(label_column) % width if -width <= int(label_column) < width \
-            else None
-    text_cells = [c for i, c in enumerate(first)
-                  if i != label_index and c.strip() and not _is_number(c)]
-    header = [c.strip() for c in first] if text_cells else None
-    names = ([repr(c) for c in header] if header
-             else [f"{i} (0-based, no header)" for i in range(width)])
-    labels_at = None if label_column is None else _column_index(label_column, header, width,
-                                                                 path)
-    features = [i for i in range(width) if i != labels_at]
-    if not features:
-        raise ValueError(f"{path} has no feature column besides the labels")
-    X = _fast_csv(path, delimiter, first_line if header else first_line - 1, width,
-                  features if labels_at is not None else None)
-    labels = None
-    if X is None or labels_at is not None:
-        X_slow, labels = _slow_csv(path, delimiter, header is not None, width, features,
-                                   labels_at, names, X is None)
-        X = X_slow if X is None else X
-    if X.shape[0] == 0:
-        raise ValueError(f"{path} has a header but no rows")
-    if labels is not None and all(_is_number(v) for v in labels):
-        numeric = labels.astype(np.float64)
-        if np.all(numeric == np.round(numeric)):
-            return X, numeric.astype(np.int64)
-        return X, numeric
-    return X, labels
-
-
-def _fast_csv(path: Path, delimiter: str, skip: int, width: int, features: list[int] | None
-              ) -> np.ndarray | None:
-    """The feature columns (None: all, which checks that every row has as many) by NumPy's
-    C parser, or None where anything is amiss: then :func:`_slow_csv` reads the file cell by
-    cell and says what."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "input contained no data": said below
-            X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, usecols=features,
-                           dtype=np.float64, ndmin=2, comments=None, quotechar='"',
-                           encoding="utf-8-sig")
-    except (ValueError, IndexError):
-        return None
-    width = len(features) if features is not None else width
-    return X if X.shape == (X.shape[0], width) and X.size and np.isfinite(X).all() else None
-
-
-def _slow_csv(path: Path, delimiter: str, has_header: bool, width: int, features: list[int],
-              labels_at: int | None, names: list[str], parse: bool
-              ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Read the file row by row: the labels, and (with ``parse``) the features, with an error
-    that names the line and column of the first bad cell."""
-    rows, labels = [], []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        seen_header = not has_header
-        for row in reader:
-            if not any(c.strip() for c in row):
-                continue
-            if not seen_header:
-                seen_header = True
-                continue
-            line = reader.line_num
-            if len(row) != width:
-                raise ValueError(f"{path}, line {line}: {len(row)} fields where the first row "
-                                 f"has {width} (rows have different numbers of columns)")
-            if labels_at is not None:
-                labels.append(row[labels_at].strip())
-            if parse:
-                rows.append(_parse_row(row, features, names, path, line))
-    X = np.array(rows, dtype=np.float64).reshape(len(rows), len(features)) if parse else None
-    return X, (np.array(labels) if labels_at is not None else None)
-
-
-def _parse_row(row: list[str], features: list[int], names: list[str], path: Path,
-               line: int) -> list[float]:
-    values = []
-    for col in features:
-        cell = row[col].strip()
-        where = f"{path}, line {line}, column {names[col]}"
-        if not cell:
-            raise ValueError(f"{where}: empty cell (missing value); fill or drop it first")
-        try:
-            value = float(cell)
-        except ValueError:
-            raise ValueError(f"{where}: non-numeric value {cell[:40]!r} in feature column "
-                             f"{names[col]}; pass the column as label_column (--label-column) "
-                             "if it holds labels, or drop it") from None
-        if not np.isfinite(value):
-            raise ValueError(f"{where}: {'NaN' if value != value else 'infinite'} value "
-                             f"{cell!r}; fill or drop it first")
-        values.append(value)
-    return values
-
-
-def _column_index(label_column: str, header: list[str] | None, width: int, path: Path) -> int:
-    if header is not None and label_column in header:
-        return header.index(label_column)
-    if label_column.lstrip("-").isdigit():
-        col = int(label_column)
-        if -width <= col < width:
-            return col % width
-    known = f"; columns: {', '.join(header)}" if header else f" ({width} columns, no header)"
-    raise ValueError(f"label column {label_column!r} not found in {path}{known}")
-
-
 # Parquet ------------------------------------------------------------------------------------
 def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
     pa = _optional("pyarrow")
@@ -402,7 +264,7 @@ def _read_h5ad(path: Path, use_rep: str | None, label_column: str | None
     return _as_table(X, path), labels
 
 
-# -- writing ---------------------------------------------------------------------------------
+# Metadata tables: columns by name -----------------------------------------------------------
 def column_names(path: str | os.PathLike) -> list[str]:
     """The column names of a table of metadata: a CSV/TSV header (else "0", "1", ...), a
     Parquet schema, an ``.h5ad``'s ``obs`` columns, or "0", "1", ... of an ``.npy``."""
@@ -475,113 +337,3 @@ def _as_number_column(values: np.ndarray) -> np.ndarray:
     numbers = text.astype(np.float64)
     whole = np.isfinite(numbers).all() and np.all(numbers == np.round(numbers))
     return numbers.astype(np.int64) if whole else numbers
-
-
-def embedding_columns(n_components: int, name: str = "unimap") -> list[str]:
-    """Column names of a written embedding: ``<name>1, <name>2, ...`` (``umap1, umap2``)."""
-    return [f"{name}{i + 1}" for i in range(n_components)]
-
-
-def check_output_path(path: str | os.PathLike) -> Path:
-    """Check that :func:`write_embedding` can write ``path`` (its suffix, and the optional
-    library it needs), before any work is done. Returns it as a Path.
-
-    Raises
-    ------
-    ValueError
-        An unsupported suffix.
-    ImportError
-        pyarrow or anndata missing for ``.parquet`` or ``.h5ad``.
-    """
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in WRITE_FORMATS:
-        raise ValueError(f"cannot write an embedding as {path.name!r}: use one of "
-                         f"{', '.join(WRITE_FORMATS)}")
-    if suffix == ".parquet":
-        _optional("pyarrow.parquet")
-    elif suffix == ".h5ad":
-        _optional("anndata")
-    return path
-
-
-def write_embedding(
-    path: str | os.PathLike,
-    embedding: Any,
-    *,
-    name: str = "unimap",
-    params: dict[str, Any] | None = None,
-    key_added: str | None = None,
-) -> Path:
-    """Write an embedding atomically (a failure leaves no partial file).
-
-    Parameters
-    ----------
-    path : str or path-like
-        ``.npy``; ``.csv`` or ``.tsv`` with a header ``<name>1,<name>2,...``; ``.parquet``
-        with those column names (float32); or ``.h5ad``: an existing file gets
-        ``obsm["X_<name>"]`` and ``uns[<name>]`` added (the whole file is rewritten to a
-        temporary file and renamed into place); a new one holds only the embedding.
-    embedding : array of shape (n_samples, n_components)
-    name : str, default="unimap"
-        The method's name (``"umap"``, ``"tsne"``, ...): the column names and the h5ad keys.
-    params : dict or None, default=None
-        ``.h5ad`` only: stored as ``uns[<name>]`` (e.g. ``{"params": {...}}``).
-    key_added : str or None, default=None
-        ``.h5ad`` only: the ``obsm`` and ``uns`` key instead of ``X_<name>`` and ``<name>``.
-
-    Returns
-    -------
-    path : pathlib.Path
-
-    Raises
-    ------
-    ValueError
-        An unsupported suffix, a non 2-D embedding, or an ``.h5ad`` whose number of
-        observations differs from the embedding's rows.
-    ImportError
-        pyarrow or anndata missing (the message names the extra to install).
-    """
-    path = check_output_path(path)
-    embedding = np.asarray(embedding)
-    if embedding.ndim != 2:
-        raise ValueError(f"an embedding must be 2-D, got shape {embedding.shape}")
-    suffix = path.suffix.lower()
-    columns = embedding_columns(embedding.shape[1], name)
-    if suffix == ".h5ad":
-        _write_h5ad(path, embedding, key_added or f"X_{name}", key_added or name, params)
-        return path
-    with atomic_path(path) as tmp:
-        if suffix == ".npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, embedding)
-        elif suffix in (".csv", ".tsv"):
-            delimiter = "\t" if suffix == ".tsv" else ","
-            np.savetxt(tmp, embedding, delimiter=delimiter, fmt="%.6g",
-                       header=delimiter.join(columns), comments="")
-        else:
-            pa = _optional("pyarrow")
-            pq = _optional("pyarrow.parquet")
-            table = pa.table({c: np.ascontiguousarray(embedding[:, i])
-                              for i, c in enumerate(columns)})
-            pq.write_table(table, tmp)
-    return path
-
-
-def _write_h5ad(path: Path, embedding: np.ndarray, obsm_key: str, uns_key: str,
-                params: dict[str, Any] | None) -> None:
-    anndata = _optional("anndata")
-    if path.exists():
-        adata = _read_anndata(path)
-        if adata.n_obs != embedding.shape[0]:
-            raise ValueError(f"{path} has {adata.n_obs} observations but the embedding has "
-                             f"{embedding.shape[0]} rows")
-    else:
-        import pandas as pd  # a dependency of anndata
-
-        adata = anndata.AnnData(obs=pd.DataFrame(index=np.arange(embedding.shape[0]).astype(str)))
-    adata.obsm[obsm_key] = embedding
-    if params is not None:
-        adata.uns[uns_key] = params
-    with atomic_path(path) as tmp:
-        adata.write_h5ad(tmp)

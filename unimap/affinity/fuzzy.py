@@ -1,0 +1,115 @@
+"""UMAP's high-dimensional affinities: per-point ρ and σ calibrated on the kNN distances
+(:func:`smooth_knn_dist`), the directed fuzzy memberships they give
+(:func:`membership_weights`), and their fuzzy union into the symmetric fuzzy simplicial set
+(:func:`fuzzy_union`, :func:`fuzzy_simplicial_set`), on a kNN graph in the convention of
+:mod:`unimap.neighbors.graph` (column 0 is the point itself). GDR's fuzzy mode
+(:mod:`unimap.affinity.joint`) and the placement of new points reuse the first two.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap.affinity.joint import _DirectedRows
+from unimap.runtime.validation import check_float
+
+__all__ = ["smooth_knn_dist", "membership_weights", "fuzzy_union", "fuzzy_simplicial_set"]
+
+
+def smooth_knn_dist(
+    distances: np.ndarray,
+    n_target: float | None = None,
+    local_connectivity: float = 1.0,
+    bandwidth: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Calibrate UMAP's per-point ρ (distance to the nearest neighbour) and σ (bandwidth).
+
+    Parameters
+    ----------
+    distances : ndarray of shape (n_samples, k)
+        kNN distances, column 0 the point itself.
+    n_target : float, optional
+        σ_i is chosen so that the weights of the k-1 other neighbours sum to ``log2(n_target)``.
+        Default: ``k``.
+    local_connectivity : float, default=1.0
+        Number of nearest neighbours assumed connected at full strength (interpolated).
+    bandwidth : float, default=1.0
+        Multiplies the target sum.
+
+    Returns
+    -------
+    sigmas, rhos : ndarrays of shape (n_samples,), float32
+    """
+    from unimap.affinity.fuzzy_numba import smooth_knn_dist as _kernel
+
+    distances = np.ascontiguousarray(distances, dtype=np.float32)
+    n_target = distances.shape[1] if n_target is None else n_target
+    rhos = np.zeros(distances.shape[0], dtype=np.float32)
+    sigmas = np.zeros(distances.shape[0], dtype=np.float32)
+    _kernel(distances, float(n_target), float(local_connectivity), float(bandwidth), rhos, sigmas)
+    return sigmas, rhos
+
+
+def membership_weights(
+    indices: np.ndarray, distances: np.ndarray, sigmas: np.ndarray, rhos: np.ndarray,
+    skip_self: bool = True,
+) -> np.ndarray:
+    """Directed fuzzy membership ``w_{i→j} = exp(-max(d_ij - ρ_i, 0)/σ_i)``, shape (n, k)."""
+    from unimap.affinity.fuzzy_numba import membership_strengths
+
+    weights = np.empty(distances.shape, dtype=np.float32)
+    membership_strengths(
+        np.ascontiguousarray(indices, dtype=np.int32),
+        np.ascontiguousarray(distances, dtype=np.float32),
+        rhos, sigmas, skip_self, weights,
+    )
+    return weights
+
+
+def fuzzy_union(directed: sp.csr_matrix, set_op_mix_ratio: float = 1.0) -> sp.csr_matrix:
+    """Symmetrise directed memberships: ``mix·(W + Wᵀ − W∘Wᵀ) + (1 − mix)·(W∘Wᵀ)``.
+
+    ``set_op_mix_ratio=1`` is the fuzzy union (probabilistic t-conorm), 0 the intersection.
+    """
+    from unimap.affinity.symmetrize_numba import UNION
+
+    rows = _DirectedRows.of_csr(directed)
+    return rows.combined(UNION, drop_self=False, compute=rows.data.dtype,
+                         mix=set_op_mix_ratio)
+
+
+def fuzzy_simplicial_set(
+    indices: np.ndarray,
+    distances: np.ndarray,
+    n_samples: int | None = None,
+    local_connectivity: float = 1.0,
+    set_op_mix_ratio: float = 1.0,
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """UMAP's symmetric fuzzy graph from a kNN graph.
+
+    Parameters
+    ----------
+    indices, distances : ndarrays of shape (n_samples, k)
+        kNN graph, column 0 the point itself.
+    n_samples : int, optional
+        Number of vertices (default: ``indices.shape[0]``).
+    local_connectivity : float, default=1.0
+    set_op_mix_ratio : float in [0, 1], default=1.0
+
+    Returns
+    -------
+    graph : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32, symmetric
+    sigmas, rhos : ndarrays of shape (n_samples,)
+    """
+    from unimap.affinity.symmetrize_numba import UNION
+
+    check_float(set_op_mix_ratio, "set_op_mix_ratio", 0.0, 1.0)
+    check_float(local_connectivity, "local_connectivity", 0.0, low_inclusive=True)
+    n = indices.shape[0] if n_samples is None else n_samples
+    k = indices.shape[1]
+    sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
+    directed = _DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
+    graph = directed.combined(UNION, drop_self=False, compute=np.float32,
+                              mix=set_op_mix_ratio)
+    return graph, sigmas, rhos

@@ -1,0 +1,114 @@
+"""t-SNE's high-dimensional affinities: the perplexity a data set allows and the neighbours it
+needs (:func:`effective_perplexity`, :func:`perplexity_neighbors`), the conditional
+probabilities calibrated to it (:func:`conditional_probabilities`), and their symmetrised,
+normalised joint P (:func:`symmetrize_tsne`, :func:`perplexity_affinities`), on a kNN graph in
+the convention of :mod:`unimap.neighbors.graph` (column 0 is the point itself). GDR's t-SNE
+mode (:mod:`unimap.affinity.joint`) and the placement of new points reuse them.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap.affinity.joint import _DirectedRows
+from unimap.runtime.validation import check_float
+
+__all__ = ["effective_perplexity", "perplexity_neighbors", "conditional_probabilities",
+           "symmetrize_tsne", "perplexity_affinities"]
+
+
+def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 4) -> float:
+    """``perplexity`` lowered to ``(n_samples − 1)/3`` (at least 1) when the data has fewer
+    than ``3·perplexity`` other points, with a warning; the caller records the value."""
+    limit = max((n_samples - 1) / 3.0, 1.0)
+    if perplexity > limit:
+        warnings.warn(
+            f"perplexity={perplexity} needs more than {n_samples} samples "
+            f"(3·perplexity neighbours); using perplexity={limit:.3g} "
+            "(recorded in perplexity_)", stacklevel=stacklevel,
+        )
+        return limit
+    return float(perplexity)
+
+
+def perplexity_neighbors(perplexity: float, n_available: int) -> int:
+    """Neighbours a perplexity-calibrated row uses: ``⌊3·perplexity⌋``, at least 1 and at
+    most the ``n_available`` other points (the point itself not counted)."""
+    return max(1, min(int(3 * perplexity), n_available))
+
+
+def conditional_probabilities(
+    distances: np.ndarray, perplexity: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """t-SNE's conditional probabilities ``p_{j|i}`` calibrated to a perplexity.
+
+    Parameters
+    ----------
+    distances : ndarray of shape (n_samples, k)
+        Distances to the k neighbours of each point, the point itself excluded.
+    perplexity : float
+        Target perplexity ``2^H`` of every row (H the Shannon entropy in bits).
+
+    Returns
+    -------
+    probabilities : ndarray of shape (n_samples, k), float64
+        Rows sum to 1.
+    sigmas : ndarray of shape (n_samples,)
+        Gaussian bandwidths ``σ_i`` (``exp(-d²/2σ²)``); infinite where the row's distances are
+        all equal, so any bandwidth gives uniform probabilities.
+    """
+    from unimap.affinity.perplexity_numba import conditional_probabilities as _kernel
+
+    check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
+    sq = np.square(np.asarray(distances, dtype=np.float64))
+    sq = np.ascontiguousarray(sq)
+    probabilities = np.empty_like(sq)
+    betas = np.empty(sq.shape[0], dtype=np.float64)
+    _kernel(sq, float(perplexity), probabilities, betas)
+    with np.errstate(divide="ignore"):
+        sigmas = np.sqrt(0.5 / betas)
+    return probabilities, sigmas
+
+
+def symmetrize_tsne(conditional: sp.csr_matrix) -> sp.csr_matrix:
+    """``p_ij = (p_{j|i} + p_{i|j}) / 2n``: symmetric, summing to 1 (rows of ``conditional``
+    sum to 1). Returned as float32 CSR with sorted indices."""
+    from unimap.affinity.symmetrize_numba import MEAN
+
+    rows = _DirectedRows.of_csr(conditional)
+    return rows.combined(MEAN, drop_self=False, compute=rows.data.dtype,
+                         divisor=2.0 * conditional.shape[0])
+
+
+def perplexity_affinities(
+    indices: np.ndarray, distances: np.ndarray, perplexity: float,
+    n_samples: int | None = None,
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """t-SNE's joint probabilities P from a kNN graph (the same function serves GDR's t-SNE mode).
+
+    Parameters
+    ----------
+    indices, distances : ndarrays of shape (n_samples, k + 1)
+        kNN graph, column 0 the point itself (convention of :mod:`unimap.neighbors.graph`);
+        ``k = ⌊3·perplexity⌋`` is the usual choice.
+    perplexity : float
+    n_samples : int, optional
+        Number of vertices (default: ``indices.shape[0]``).
+
+    Returns
+    -------
+    P : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        ``(p_{j|i} + p_{i|j}) / 2n``, symmetric, sums to 1.
+    sigmas : ndarray of shape (n_samples,)
+    """
+    from unimap.affinity.symmetrize_numba import MEAN
+
+    if indices.shape[1] < 2:
+        raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
+    n = indices.shape[0] if n_samples is None else n_samples
+    probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
+    directed = _DirectedRows(indices[:, 1:], probabilities, n)
+    return directed.combined(MEAN, drop_self=False, divisor=2.0 * n), sigmas

@@ -1,0 +1,27 @@
+"""``unimap transform``: place new points with a model saved by ``unimap embed --save-model``
+(or ``est.save``) and write their embedding.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from unimap.cli.common import _load_input, _output_path
+from unimap.io.write import write_embedding
+
+
+def _transform(args) -> int:
+    import unimap
+
+    out = _output_path(args.output, "--output")
+    if not Path(args.model).is_file():
+        raise FileNotFoundError(f"no model file {args.model!r}")
+    model = unimap.load(args.model)
+    X, _, _ = _load_input(args)
+    start = time.perf_counter()
+    embedding = model.transform(X)
+    write_embedding(out, embedding, name=type(model).__name__.lower())
+    print(f"placed {X.shape[0]} points with {type(model).__name__} in "
+          f"{time.perf_counter() - start:.2f}s; wrote {out}")
+    return 0
