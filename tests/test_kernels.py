@@ -2,7 +2,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
 from unimap.lowdim.fastpow_numba import fast_pow
 from unimap.neighbors.graph import nearest_neighbors
 from unimap.optimizers.edge_coloring_numba import greedy_edge_coloring

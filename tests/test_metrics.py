@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.manifold import trustworthiness as sklearn_trustworthiness
 
-from unimap.affinity.joint import fuzzy_simplicial_set
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
 from unimap.lowdim.ab_fit import find_ab_params
 from unimap.methods.pca import PCA
 from unimap.metrics import (

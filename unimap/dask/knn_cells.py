@@ -1,4 +1,4 @@
-"""The kNN graph of a dask array's rows, built on the cluster (``unimap.dask.transform.knn_graph``
+"""The kNN graph of a dask array's rows, built on the cluster (``unimap.dask.knn_graph``
 validates, draws the k-means sample and calls :func:`graph_arrays`).
 
 The rows are split into ``n_shards`` shards by k-means (Lloyd's iterations on a uniform sample,
@@ -30,8 +30,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from unimap.neighbors.cells_numba import wall_distances
 from unimap.neighbors.graph import _finish_distances, _prepare, _with_self_first
 from unimap.neighbors.kmeans import _sq_distances, kmeans, nearest_centroids
+from unimap.neighbors.sharded import within_reach
 from unimap.runtime.validation import check_finite_block
 
 __all__ = ["DaskKNNGraph", "graph_arrays", "kmeans"]
@@ -43,7 +45,7 @@ KMEANS_MIN_SAMPLE = 20_000
 
 
 class DaskKNNGraph(NamedTuple):
-    """What ``unimap.dask.transform.knn_graph`` returns: lazy arrays, chunked by rows like ``X``."""
+    """What ``unimap.dask.knn_graph`` returns: lazy arrays, chunked by rows like ``X``."""
 
     indices: Any
     """dask.array.Array of shape (n_samples, n_neighbors), int32: column 0 is the row itself."""
@@ -214,13 +216,13 @@ def _plan_block(split: _Split, own: list[_Found], centroids: np.ndarray, k: int,
         return home, queries
     cents = centroids.astype(np.float64)
     sq = _sq_distances(split.rows.astype(np.float64), cents)
-    own_sq = np.take_along_axis(sq, split.home[:, None].astype(np.int64), axis=1)
     gaps = np.sqrt(_sq_distances(cents, cents))  # centroid to centroid
-    with np.errstate(divide="ignore", invalid="ignore"):
-        to_plane = (sq - own_sq) / (2.0 * gaps[split.home])
-    to_plane[gaps[split.home] == 0.0] = np.inf  # the home itself, or a duplicate centroid
-    reach = home.dist[:, k - 1].astype(np.float64) * (1.0 + 1e-6)  # float32 distances
-    to_plane[to_plane > reach[:, None]] = np.inf
+    to_plane = np.empty_like(sq)  # inf for the home itself, or a duplicate centroid
+    wall_distances(sq, split.home, gaps, to_plane)
+    # The bound in float64 (the in-memory index's is float32): each as it always was, since
+    # a wall between the two roundings of the bound would be searched by one and not the other
+    kth = home.dist[:, k - 1:k].astype(np.float64)
+    to_plane[~within_reach(to_plane, kth)] = np.inf
     order = np.argsort(to_plane, axis=1, kind="stable")[:, :n_probe - 1]
     for slot in range(order.shape[1]):
         shard = order[:, slot]

@@ -7,7 +7,8 @@ Student-t kernel (t-SNE: van der Maaten & Hinton 2008; its degrees of freedom α
 
 ``w`` is the similarity, ``t`` the factor of ``p_ij (y_i − y_j)`` in the attraction and ``w·t``
 that of ``(y_i − y_j)`` in the repulsion (``−∂w/∂d² = w·t``). α = 1 is the Cauchy kernel of
-standard t-SNE: ``w = t``, no power. Float64, in the callers' type.
+standard t-SNE: ``w = t``, no power. Float64, in the callers' type. The metrics' KL divergence
+takes ``log w`` as ``−α log1p(d²/α)`` (:func:`student_t_log_weight`).
 
 a, b kernel (UMAP: McInnes, Healy & Melville 2018), with ``u = d²``::
 
@@ -21,6 +22,8 @@ and UMAP's gradient coefficients of ``(y_i − y_j)`` (the attraction's is ``2g`
 (ε keeps the repulsion finite where points coincide). a = b = 1 gives t-SNE's Cauchy kernel:
 ``q = g = t``. Float32, with :func:`~unimap.lowdim.fastpow_numba.fast_pow` for ``u^b``, whose
 argument is raised to ``POW_FLOOR`` first (its result must be a normal float).
+
+The metrics evaluate ``a u^b`` in float64 with the exact power (:func:`ab_term`).
 
 UMAP's SGD evaluates the two coefficients in an order of its own (``u^b / u`` for
 ``u^(b−1)``, the floor added inside the power, γ folded in): :func:`sgd_attraction_coeff` and
@@ -64,6 +67,13 @@ def student_t_pair(d2, dof):
     return w, w * t
 
 
+@numba.njit(inline="always", cache=True)
+def student_t_log_weight(d2, dof):
+    """``log w = −α log1p(d²/α)``, the log of :func:`student_t_pair`'s weight without its
+    rounding (the metrics' KL divergence evaluates it on numpy arrays, through ``.py_func``)."""
+    return -dof * np.log1p(d2 / dof)
+
+
 # -- a, b kernel (float32) --------------------------------------------------------------------
 @numba.njit(inline="always", cache=True)
 def ab_power(u, b):
@@ -105,10 +115,19 @@ def umap_attraction_coeff(u, a, b):
 @numba.njit(inline="always", cache=True)
 def umap_repulsion_coeff(u, a, b, eps):
     """``2b / ((ε + u)(1 + a u^b))``; finite at u = 0, where the direction it multiplies is 0.
-    u is raised to ``POW_FLOOR`` (beside ε nothing changes): with a floor of 1e-30, u^b left
-    fast_pow's range for b ≥ 1.3 and coincident points got a negative coefficient."""
+    u is raised to ``POW_FLOOR`` (beside ε nothing changes), the start of fast_pow's range: a
+    smaller floor would let u^b leave that range for b ≥ 1.3 and give coincident points a
+    negative coefficient."""
     u = max(u, POW_FLOOR)
     return _TWO * b / ((eps + u) * (_ONE + a * ab_power(u, b)))
+
+
+@numba.njit(inline="always", cache=True)
+def ab_term(u, a, b):
+    """``a u^b``, the term of ``q = 1/(1 + a u^b)``'s denominator, with the exact power: the
+    float64 form of the metrics (``.py_func`` on numpy arrays in the cross-entropy's edge sum,
+    numba in its all-pairs sum)."""
+    return a * u**b
 
 
 # -- UMAP's SGD's evaluation order (float32) --------------------------------------------------

@@ -38,10 +38,10 @@ def knn_graph_recall(
     are among its ``k`` exact nearest others: a listed neighbour counts if it is no farther
     than the exact ``k``-th (ties at that distance count either way). Use it on the graph a
     fit used (``est.knn_indices_``), on ``nearest_neighbors(X)[0].indices`` or on
-    ``unimap.dask.transform.knn_graph(...).compute()[0]`` (computed from ``X`` in memory, or from a
+    ``unimap.dask.knn_graph(...).compute()[0]`` (computed from ``X`` in memory, or from a
     sample of its rows with those rows' lists). Approximate searches lose recall on data of
-    high intrinsic dimension (the issue-23 mixture at 1M: ~0.74,
-    ``benchmarks/results/knn_density.md``); there, ``knn_method="nndescent"`` may do better.
+    high intrinsic dimension (a 50-D Gaussian mixture of 1M points: about 0.74, measured:
+    benchmarks/results/knn_density.md); there, ``knn_method="nndescent"`` may do better.
 
     Parameters
     ----------
@@ -93,7 +93,7 @@ def score_listed(indices: np.ndarray, rows: np.ndarray, n: int,
                  exact_and_listed: Any) -> SampledScore:
     """The recall of ``indices`` on ``rows``: ``exact_and_listed(listed)`` returns each row's
     exact ``k``-th distance and its distances to the ``listed`` rows (``-1``: a miss), both
-    in one geometry (shared with :func:`unimap.dask.transform.knn_graph_recall`)."""
+    in one geometry (shared with :func:`unimap.dask.knn_graph_recall`)."""
     k = indices.shape[1] - 1
     listed = _drop_self(indices[rows], rows, k)
     listed[listed == rows[:, None]] = -1  # a row listing itself more than once: a miss

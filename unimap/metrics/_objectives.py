@@ -91,10 +91,9 @@ def tsne_kl_divergence(
     Kobak et al. (2019) used by :class:`unimap.TSNE` and openTSNE (van der Maaten's
     Student-t exponent ``-(ν + 1)/2`` agrees at ν = 1 only). The normalisation
     :math:`\sum_{k \ne l} w_{kl}` is computed exactly over all ``n(n-1)/2`` pairs, in
-    ``O(n²·n_components)`` time and ``O(n)`` memory by a parallel kernel (on 2 cores and
-    20,000 points: about 1 s for ``dof=1``, 3 s for other values), so no Barnes-Hut or FFT
-    approximation enters the value; beyond a few ten thousand points this exact sum becomes
-    the bottleneck.
+    ``O(n²·n_components)`` time and ``O(n)`` memory by a parallel kernel (measured:
+    benchmarks/results/architecture_notes.md), so no Barnes-Hut or FFT approximation enters
+    the value; beyond a few ten thousand points this exact sum becomes the bottleneck.
 
     Parameters
     ----------
@@ -112,7 +111,9 @@ def tsne_kl_divergence(
     float
         KL(P ‖ Q) in nats, ≥ 0.
     """
+    from unimap.lowdim.similarity_numba import student_t_log_weight
     from unimap.metrics.ranks_numba import student_t_pair_sums
+    from unimap.optimizers.tsne_gd_numba import kl_term, kl_value
 
     embedding, P = _check_objective_inputs(P, "P", embedding)
     dof = check_float(dof, "dof", 0.0, low_inclusive=False)
@@ -124,9 +125,10 @@ def tsne_kl_divergence(
     rows, cols, p = _edges(P)
     keep = p > 0
     rows, cols, p = rows[keep], cols[keep], p[keep]
-    log_w = -dof * np.log1p(_edge_sq_distances(embedding, rows, cols) / dof)
+    # The formulas' Python bodies on numpy arrays of edges (numba compiles them for scalars)
+    log_w = student_t_log_weight.py_func(_edge_sq_distances(embedding, rows, cols), dof)
     log_z = math.log(2.0 * _sum_over_pairs(student_t_pair_sums, embedding, (dof,), n_jobs))
-    return float(np.sum(p * (np.log(p) - log_w)) + total * log_z)
+    return kl_value(np.sum(kl_term.py_func(p, log_w)), log_z, total)
 
 
 def umap_cross_entropy(
@@ -153,14 +155,15 @@ def umap_cross_entropy(
     twice; the diagonal of ``graph`` is ignored. It is computed as
     ``Σ_{i≠j} -log(1 - v_ij) + Σ_edges w_ij log(a d_ij^{2b})`` (the two forms are equal),
     the first sum exactly over all pairs by a parallel kernel in ``O(n²·n_components)`` time
-    and ``O(n)`` memory (about 4 s for 20,000 points on 2 cores). ``a·d^{2b}`` is floored
-    at 1e-12 so that coincident embedding points give a large finite term, not infinity.
+    and ``O(n)`` memory (measured: benchmarks/results/architecture_notes.md). ``a·d^{2b}`` is
+    floored at 1e-12 so that coincident embedding points give a large finite term, not
+    infinity.
 
     Parameters
     ----------
     graph : {sparse matrix, ndarray} of shape (n_samples, n_samples)
         Fuzzy membership strengths ``w_ij`` in [0, 1], e.g. from
-        :func:`unimap.affinity.joint.fuzzy_simplicial_set`.
+        :func:`unimap.affinity.fuzzy.fuzzy_simplicial_set`.
     embedding : array-like of shape (n_samples, n_components)
     a, b : float > 0, optional
         Low-dimensional kernel parameters; both or neither. Default: fitted from
@@ -176,6 +179,7 @@ def umap_cross_entropy(
         The cross-entropy in nats, ≥ 0.
     """
     from unimap.lowdim.ab_fit import find_ab_params
+    from unimap.lowdim.similarity_numba import ab_term
     from unimap.metrics.ranks_numba import umap_repulsion_pair_sums
 
     embedding, graph = _check_objective_inputs(graph, "graph", embedding)
@@ -189,7 +193,8 @@ def umap_cross_entropy(
     rows, cols, weights = _edges(graph)
     if (weights > 1).any():
         raise ValueError("graph weights must lie in [0, 1] (fuzzy membership strengths)")
-    u = np.maximum(a * _edge_sq_distances(embedding, rows, cols) ** b, _UMAP_U_FLOOR)
+    u = np.maximum(ab_term.py_func(_edge_sq_distances(embedding, rows, cols), a, b),
+                   _UMAP_U_FLOOR)
     repulsion = _sum_over_pairs(umap_repulsion_pair_sums, embedding, (a, b, _UMAP_U_FLOOR),
                                 n_jobs)
     return float(2.0 * repulsion + np.sum(weights * np.log(u)))

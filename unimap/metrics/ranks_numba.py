@@ -11,8 +11,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap.lowdim.similarity_numba import student_t_pair
+from unimap.lowdim.similarity_numba import ab_term, student_t_pair
 from unimap.neighbors.topk_numba import _insert_sorted
+from unimap.runtime.distance_numba import sq_dist
 
 
 @numba.njit(cache=True)
@@ -76,17 +77,6 @@ def rank_counts(products, scale, row_terms, col_terms, col_offset, skip_ids, thr
                    equal[i], ties_before[i], own[i])
 
 
-@numba.njit(inline="always", cache=True)
-def _squared_distance(data, i, j):
-    """Squared euclidean distance between rows ``i`` and ``j`` of ``data``, summed coordinate
-    by coordinate in float64."""
-    acc = 0.0
-    for f in range(data.shape[1]):
-        diff = data[i, f] - data[j, f]
-        acc += diff * diff
-    return acc
-
-
 @numba.njit(parallel=True, cache=True)
 def knn_brute_force(data, query_ids, k, out_idx, out_dist):
     """Exact ``k`` nearest other rows of ``data`` for each query row ``data[query_ids[i]]``,
@@ -107,7 +97,7 @@ def knn_brute_force(data, query_ids, k, out_idx, out_dist):
         for j in range(n):
             if j == self_id:
                 continue
-            acc = _squared_distance(data, self_id, j)
+            acc = sq_dist(data, self_id, data, j, 0.0)
             if acc < worst:
                 worst = _insert_sorted(best_d, best_i, acc, j)
         out_idx[i] = best_i
@@ -119,7 +109,7 @@ def _student_t_row(embedding, i, start, dof):
     """Σ_{j ≥ start} w_ij, ``w = (1 + d_ij² / dof)^-dof``."""
     acc = 0.0
     for j in range(start, embedding.shape[0]):
-        acc += student_t_pair(_squared_distance(embedding, i, j), dof)[0]
+        acc += student_t_pair(sq_dist(embedding, i, embedding, j, 0.0), dof)[0]
     return acc
 
 
@@ -145,7 +135,7 @@ def _umap_repulsion_row(embedding, i, start, a, b, u_floor):
     """Σ_{j ≥ start} -log(1 - v_ij) = log1p(u) - log(u), with u = max(a·d^(2b), u_floor)."""
     acc = 0.0
     for j in range(start, embedding.shape[0]):
-        u = a * _squared_distance(embedding, i, j) ** b
+        u = ab_term(sq_dist(embedding, i, embedding, j, 0.0), a, b)
         if u < u_floor:
             u = u_floor
         acc += np.log1p(u) - np.log(u)

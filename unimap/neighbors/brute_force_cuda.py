@@ -25,6 +25,7 @@ from numba import cuda, float32, int32
 
 from unimap.neighbors.topk_numba import _insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
+from unimap.runtime.distance_numba import sq_dist
 
 __all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_SAMPLES"]
 
@@ -37,6 +38,7 @@ PCA_SAMPLES = 10_000
 
 
 _insert = on_target(_insert_sorted)  # the CPU's bounded insertion sort
+_sq_dist = on_target(sq_dist)
 
 
 def usable(n: int, k: int, metric: str) -> bool:
@@ -76,6 +78,8 @@ def _top_candidates(R, n_cand, out_idx, out_dist):
         cuda.syncthreads()
         if active:
             for r in range(rows):
+                # written out, not sq_dist: the query is a local array and the rows are in
+                # shared memory, not two rows of 2-D arrays
                 d = np.float32(0.0)
                 for c in range(MAX_DIM):
                     diff = query[c] - tile[r, c]
@@ -104,10 +108,7 @@ def _rerank(X, candidates, k, out_idx, out_dist):
         other = candidates[q, j]
         if other < 0:
             continue
-        d = np.float32(0.0)
-        for c in range(X.shape[1]):
-            diff = X[q, c] - X[other, c]
-            d += diff * diff
+        d = _sq_dist(X, q, X, other, np.float32(0.0))
         if d < best_d[k - 1]:
             _insert(best_d[:k], best_i[:k], d, other)
     for s in range(k):

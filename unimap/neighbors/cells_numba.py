@@ -1,8 +1,11 @@
-"""Which k-means cell a point lives in, and the nearest wall of another cell (numba).
+"""Which k-means cell a point lives in, and the walls of the other cells (numba).
 
 Used by the sharded kNN index (:mod:`unimap.neighbors.sharded`): a point is searched in its home
 cell, and in one other cell only if that cell's bisecting hyperplane with the home cell is
-nearer than the point's k-th neighbour found at home.
+nearer than the point's k-th neighbour found at home; the Dask graph
+(:mod:`unimap.dask.knn_cells`) searches up to ``n_probe - 1`` such cells. The wall's distance
+is :func:`wall_distance` for both (the rule that compares it with the k-th neighbour:
+:func:`unimap.neighbors.sharded.within_reach`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ _BLOCK = 1024  # rows per parallel iteration, which share one scratch row
 @numba.njit(inline="always", cache=True)
 def _row_sq_distances(points, i, centroids_t, out):
     """``out[c]`` ← the squared distance from row i of ``points`` to column c of
-    ``centroids_t`` (float64 (d, c)), summed in float64 over the features in order. The inner
-    loop runs over the centroids, which vectorises without reordering any sum."""
+    ``centroids_t`` (float64 (d, c)), summed in float64 over the features in order.
+
+    Written out rather than :func:`unimap.runtime.distance_numba.sq_dist` per centroid: the
+    loops are swapped so that the inner one runs over the centroids, which vectorises without
+    reordering any sum (each sum adds its features in sq_dist's order)."""
     out[:] = 0.0
     for j in range(points.shape[1]):
         x = np.float64(points[i, j])
@@ -33,10 +39,8 @@ def nearest_cells(points, centroids_t, gaps, home, wall_cell, wall_dist):
     the home cell is nearest, and that hyperplane's distance (-1 / inf with one cell).
 
     ``centroids_t`` float64 (d, c), the centroids as columns; ``gaps`` float64 (c, c), their
-    distances. Each row
-    is computed on its own, in a fixed order: the same bits for any thread count or block.
-    The hyperplane between cells h and s lies ``(|x − c_s|² − |x − c_h|²) / (2 |c_s − c_h|)``
-    from x, and every point of cell s lies beyond it.
+    distances. Each row is computed on its own, in a fixed order: the same bits for any
+    thread count or block. The walls' distances: :func:`wall_distance`.
     """
     n_cells = centroids_t.shape[1]
     n = points.shape[0]
@@ -51,13 +55,35 @@ def nearest_cells(points, centroids_t, gaps, home, wall_cell, wall_dist):
                     best, best_d2 = c, d2[c]
             near, near_d = -1, np.inf
             for c in range(n_cells):
-                if c != best and gaps[best, c] > 0.0:
-                    d = (d2[c] - best_d2) / (2.0 * gaps[best, c])
-                    if d < near_d:
-                        near, near_d = c, d
+                d = wall_distance(d2[c], best_d2, gaps[best, c])
+                if d < near_d:
+                    near, near_d = c, d
             home[i] = best
             wall_cell[i] = near
             wall_dist[i] = near_d
+
+
+@numba.njit(inline="always", cache=True)
+def wall_distance(d2_other, d2_home, gap):
+    """The distance from a point to the bisecting hyperplane of its home cell and another,
+    ``(|x − c_s|² − |x − c_h|²) / (2 |c_s − c_h|)`` from its squared distances to the two
+    centroids and theirs (``gap``); every point of the other cell lies beyond it. Infinite
+    where ``gap`` is 0: the home cell itself, or a duplicate of its centroid."""
+    if gap > 0.0:
+        return (d2_other - d2_home) / (2.0 * gap)
+    return np.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def wall_distances(sq, home, gaps, out):
+    """``out[i, c]`` ← :func:`wall_distance` of row i to cell c's wall with its home cell
+    ``home[i]``, from ``sq`` (n, c): its squared distances to the centroids (as
+    :func:`sq_distances` gives them); ``gaps`` (c, c): the centroids' distances. Serial
+    (one call per Dask block)."""
+    for i in range(sq.shape[0]):
+        h = home[i]
+        for c in range(sq.shape[1]):
+            out[i, c] = wall_distance(sq[i, c], sq[i, h], gaps[h, c])
 
 
 @numba.njit(cache=True, nogil=True)

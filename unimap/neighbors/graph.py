@@ -16,8 +16,8 @@ Backends (``method``):
 - ``"hnsw"``: faiss HNSW graphs (faiss-cpu is a core dependency) of two halves of the data,
   built side by side on a 50-dimensional PCA projection; 2 x 30 candidates re-ranked by exact
   full-space distances, and each pair found by one point's search offered to the other
-  point's list: recall@15 ≈ 0.99 on MNIST-70k in ~2 s on 2 cores; the default for large
-  data, chosen by measurement (``benchmarks/knn_candidates.py``). From
+  point's list; the default for large data, chosen by measurement (measured:
+  benchmarks/results/knn_default_candidates.md and architecture_notes.md). From
   ``unimap.neighbors.sharded.SHARDED_MIN_ROWS`` (500,000) points of at most 50 columns on (see
   :func:`hnsw_index`), one such index per k-means
   cell of ~25,000 points, a point searched at home and in the one other cell that can hold
@@ -340,8 +340,8 @@ def hnsw_index(data: np.ndarray, n_threads: int, pca: Any = "fit",
 
     Only data of at most ``HNSW_PCA_DIM`` columns are sharded: each cell keeps a copy of its
     rows for the exact re-ranking, which for narrow data costs no more than the projection one
-    index keeps, but for wide data copies them all (MNIST upsampled to 1M, 784 columns: the
-    fit's peak 4.8 GB against 1.8 GB, for a kNN graph 10% faster at the same recall)."""
+    index keeps, but for wide data copies them all and multiplies the fit's peak memory
+    (measured: benchmarks/results/scale_gdr.md)."""
     wide = data.shape[1] > HNSW_PCA_DIM
     if centroids is not None or (data.shape[0] >= _sharded_knn.SHARDED_MIN_ROWS and not wide):
         return _sharded_knn.ShardedHNSWIndex(data, n_threads, pca, centroids)

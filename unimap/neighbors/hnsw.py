@@ -32,20 +32,18 @@ class _HNSWIndex:
     """faiss HNSW graphs over a PCA reduction of the data, with exact re-ranking in the full
     space.
 
-    High-dimensional HNSW builds are slow (MNIST-70k: 4-7 s for recall 0.96-0.99). Searching
-    neighbour candidates in a ``HNSW_PCA_DIM``-dimensional PCA projection, then re-ranking
-    them by their exact full-space distances, reaches recall@15 ≈ 0.99 in about half the time
-    (``benchmarks/knn_candidates.py``). Low-dimensional data skips the PCA.
+    A high-dimensional HNSW build is slow, so candidates are searched in a
+    ``HNSW_PCA_DIM``-dimensional PCA projection and re-ranked by their exact full-space
+    distances, which keeps the recall of a full-space graph in less time (measured:
+    benchmarks/results/knn_candidates.md). Low-dimensional data skips the PCA.
 
     The points are split into interleaved parts (:func:`hnsw_layout`: 2, or 4 from
     ``HNSW_MANY_PARTS_MIN_ROWS`` points on), one HNSW graph each, and a query takes its
     candidates from every part. faiss's threaded insertion orders its locks by
     timing, so a graph built on several threads (and the embedding) could depend on the
     thread count; one graph per part, each built on one thread, is the same for any thread
-    count, and the parts are built side by side (MNIST-70k: one graph 1.15 s, two halves
-    0.47 s on 2 cores; search + re-rank of 2 x 35 candidates 0.16 s more than of 60 from one
-    graph, recall@15 0.9888 against 0.9885; the kNN graph now takes 2 x 30 and the reverse
-    pairs, see ``HNSW_SELF_CANDIDATES_PER_PART``).
+    count, and the parts are built side by side, one thread each (measured:
+    benchmarks/results/architecture_notes.md).
 
     ``pca="fit"`` fits the projection; a saved model (:mod:`unimap.io.persistence`) passes the
     stored one (a :class:`unimap.decomposition.pca.PCAFit`, or None for data kept unreduced), and
@@ -65,8 +63,8 @@ class _HNSWIndex:
         reduced = data if pca is None else project(data, pca)
         # Points are inserted (and queries run) in Morton order of their first three
         # coordinates, so that consecutive searches walk the same part of the graph and
-        # re-rank overlapping candidates while they are in cache: MNIST-70k search 1.7 -> 1.1 s,
-        # re-ranking 0.42 -> 0.28 s, recall unchanged. Part p holds Morton positions
+        # re-rank overlapping candidates while they are in cache (measured:
+        # benchmarks/results/architecture_notes.md). Part p holds Morton positions
         # p, p + n_parts, ...: each part covers the whole space, in Morton order itself.
         self.order = morton_order(reduced)
         self.layout = hnsw_layout(data.shape[0]) if layout is None else layout
@@ -85,11 +83,9 @@ class _HNSWIndex:
         ``per_part``: candidates from each part, instead of the layout's count."""
         from unimap.neighbors.topk_numba import add_reverse_candidates, rerank_candidates
 
-        # The reverse pairs let small k search fewer candidates (2 x 30 instead of 2 x 35 at
-        # the same recall). From k > 30 on each part returns k candidates and the pairs only
-        # add recall, for time (MNIST-70k, k = 31: recall@30 0.953 -> 0.964, ~0.1 s; k = 91:
-        # recall@90 0.974 -> 0.980, 0.26-0.38 s; with fewer candidates, k = 31 from 2 x 28
-        # or k = 91 from 2 x 80, the pairs give back the recall of 2 x k but not the time).
+        # The reverse pairs let small k search fewer candidates at the same recall; from
+        # k > layout.self_candidates on each part returns enough candidates by itself and the
+        # pairs are left out (measured: benchmarks/results/architecture_notes.md).
         self_join = queries is self.data
         layout = self.__dict__.get("layout") or hnsw_layout(self.data.shape[0])  # the build's
         reverse = self_join and k <= layout.self_candidates
@@ -153,10 +149,9 @@ def fit_candidate_pca(data: np.ndarray) -> Any:
     data wider than that (a :class:`unimap.decomposition.pca.PCAFit`), else None (the data as they
     are).
 
-    The projection only proposes candidates (re-ranked exactly), so its axes can come from a
-    strided sample: MNIST-70k, 0.8 s -> 0.2 s at the same recall (20,000 rows), 0.1 s at
-    10,000 rows (recall@15 0.9891 -> 0.9887; kNN build 2.12-2.22 -> 1.97 s; GDR()'s 10-NN
-    accuracy, mean of seeds 0-3, 0.9683 -> 0.9670: a measured trade, see the issue-4 notes).
+    The projection only proposes candidates (re-ranked exactly), so its axes are fitted on a
+    strided sample of ``HNSW_PCA_SAMPLES`` rows: a small loss of recall for a faster fit
+    (measured: benchmarks/results/architecture_notes.md).
     """
     from unimap.decomposition.pca import fit_pca
 
@@ -173,8 +168,8 @@ def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.n
     Chunks of ``HNSW_QUERY_CHUNK`` queries are searched on single-threaded faiss calls, taken
     by ``n_threads`` Python threads as each finishes (faiss releases the GIL): a thread that
     another program keeps off its core delays one chunk, not a fixed half of the queries as
-    in faiss's own OpenMP loop (MNIST-70k with a CPU-bound program on one of 2 cores: faiss
-    search 2.10 s in one call, quiet 1.23 s). A query's candidates do not depend on its
+    in faiss's own OpenMP loop (measured: benchmarks/results/architecture_notes.md). A
+    query's candidates do not depend on its
     chunk, so the result is the same for any ``n_threads``.
     """
     for index in indexes:
@@ -208,24 +203,22 @@ def _build_hnsw(points: np.ndarray):
     return index
 
 
-# HNSW settings chosen on MNIST-70k (benchmarks/knn_candidates.py).
+# HNSW settings, chosen by measurement on MNIST-70k (measured:
+# benchmarks/results/knn_candidates.md, knn_default_candidates.md and architecture_notes.md).
 HNSW_PCA_DIM = 50
 HNSW_QUERY_CHUNK = 2048  # queries per single-threaded faiss search call (_search_in_chunks)
 HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
 HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
-HNSW_CANDIDATES_PER_PART = 35  # new points: 2 x 35, recall@15 0.9887 on MNIST-70k
+HNSW_CANDIDATES_PER_PART = 35  # new points: 2 x 35 candidates
 # The kNN graph of the indexed points also takes each pair found by one point's search into
-# the other point's list (add_reverse_candidates): 2 x 30 then reach recall@15 0.9895 on
-# MNIST-70k (0.9849 without the reverse pairs, 0.9889 with 2 x 35 before), and the kNN graph
-# takes ~0.12 s less (search and re-rank ~0.16 s less, the pairs 0.04 s more).
+# the other point's list (add_reverse_candidates), so it needs fewer candidates per part than
+# new points for the same recall.
 HNSW_SELF_CANDIDATES_PER_PART = 30
 HNSW_M = 16
 # From this many points on, 4 parts of 18 candidates each (22 for new points) instead of 2 of
-# 30 (35): smaller graphs, built faster, whose errors differ. The 50-D mixture of issue 23 at
-# 1M, consecutive fresh processes: kNN graph recall@15 0.759 against 0.736 in the same time
-# (kNN 93.8/93.8 s against 96.9/94.2 s); new points 0.680 against 0.624. MNIST-70k (not
-# switched: below the threshold results stay those of earlier versions): 0.9918 against
-# 0.9906 for the graph, new points 0.9905 against 0.9898.
+# 30 (35): smaller graphs, built faster, whose different errors add recall; below the
+# threshold the results stay those of the 2-part layout (measured:
+# benchmarks/results/scale_gdr.md and architecture_notes.md).
 HNSW_MANY_PARTS = 4
 HNSW_MANY_PARTS_MIN_ROWS = 200_000
 HNSW_MANY_PARTS_SELF_CANDIDATES = 18
@@ -257,6 +250,6 @@ def hnsw_layout(n: int) -> HNSWLayout:
                       HNSW_CANDIDATES_PER_PART)
 
 
-# efConstruction 20 instead of 40: build 1.58 -> 1.14 s, recall@15 after re-ranking unchanged
-# (0.9885 both; measured with the former single graph and its 60 candidates).
+# efConstruction 20: a faster build at the same recall after the exact re-ranking (measured:
+# benchmarks/results/architecture_notes.md).
 HNSW_EF_CONSTRUCTION = 20

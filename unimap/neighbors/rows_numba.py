@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap.neighbors.topk_numba import _insert_sorted, _listed
+from unimap.neighbors.topk_numba import offer_pair
 
 
 @numba.njit(parallel=True, cache=True)
@@ -94,14 +94,11 @@ def offer_reverse_pairs(idx, dist, rows, found_idx, found_dist):
     search may have missed. One thread, in ``rows`` order (ties keep the earlier entry
     first), so the result is the same for any thread count. Returns the pairs added.
     """
-    k = idx.shape[1]
     added = 0
     for r in range(rows.size):
         i = rows[r]
         for m in range(found_idx.shape[1]):
             j = found_idx[r, m]
-            d = found_dist[r, m]
-            if j >= 0 and d < dist[j, k - 1] and not _listed(idx, j, i):
-                _insert_sorted(dist[j], idx[j], d, i)
+            if j >= 0 and offer_pair(idx, dist, j, i, found_dist[r, m]):
                 added += 1
     return added

@@ -11,8 +11,8 @@ nearest, when that hyperplane is nearer than its k-th candidate from home: every
 another cell lies beyond such a hyperplane, and a projection only shortens distances, so a
 cell whose hyperplane is farther cannot hold a nearer point. For the indexed points, each
 pair a probe finds is offered to the point found as well: its own search, in its own cell,
-could not reach the probing point. The cost per point no longer grows with n (the 50-D
-mixture of issue 23 at 1M: ``benchmarks/results/scale_gdr.md``).
+could not reach the probing point. The cost per point no longer grows with n (measured:
+benchmarks/results/scale_gdr.md).
 
 The Dask graph (:mod:`unimap.dask.knn_cells`) shards the same way, with its own task graph and
 ``n_probe`` other shards; the two share the k-means (:mod:`unimap.neighbors.kmeans`). Deterministic
@@ -38,18 +38,26 @@ KMEANS_MIN_SAMPLE = 20_000
 KMEANS_SEED = 0  # fixed: the neighbours depend on the data alone, as the unsharded index's
 _SLACK = 1.0 + 1e-6  # the candidates' distances are float32
 
-# A cell's index: 3 interleaved graphs of 20 candidates each (24 for new points). The 50-D
-# mixture at 1M, cells of 25k: 40.3 s at recall@15 0.754, against 42.8 s / 0.753 for 2 x 30
-# and 36.5 s / 0.687 for one graph of 40 (the graphs' different errors add recall).
+# A cell's index: 3 interleaved graphs of 20 candidates each (24 for new points); several
+# graphs per cell because their different errors add recall (measured:
+# benchmarks/results/scale_gdr.md).
 CELL_PARTS = 3
 CELL_SELF_CANDIDATES = 20
 CELL_NEW_CANDIDATES = 24
-# Per graph, for a point searched in a cell other than its home. With the probes' pairs also
-# offered to the points they found (``search``), 16 reach the recall that 24 reached without
-# them, 2 s sooner (the mixture at 1M, one process: probes 7.0 -> 4.9 s, recall@15 of 5,000
-# sampled rows 0.7568 -> 0.7574; 24 with the pairs: 0.7644; 16 without them: 0.7488).
+# Per graph, for a point searched in a cell other than its home. The probes' pairs are also
+# offered to the points they found (``search``), so fewer candidates reach the same recall
+# (measured: benchmarks/results/scale_gdr.md).
 CELL_PROBE_CANDIDATES = 16
 CELL_NEW_PROBE_CANDIDATES = 24  # new points: no reverse pairs to make up for fewer
+
+
+def within_reach(wall_dist: np.ndarray, kth_dist: np.ndarray) -> np.ndarray:
+    """Whether another cell is worth a search: its wall
+    (:func:`unimap.neighbors.cells_numba.wall_distance`) is not beyond the k-th candidate found
+    at home, with ``_SLACK`` for the rounding of the candidates' float32 distances. The bound
+    is computed in ``kth_dist``'s dtype (this index passes float32 distances, the Dask graph
+    float64)."""
+    return wall_dist <= kth_dist * _SLACK
 
 
 def cell_layout() -> HNSWLayout:
@@ -106,6 +114,8 @@ class ShardedHNSWIndex:
         from unimap.neighbors.cells_numba import nearest_cells
 
         cents = self.centroids.astype(np.float64)
+        # numpy's sum, not the row-by-row sums of the Dask graph's gaps (kmeans._sq_distances):
+        # it adds 8 or more features in another order, so the walls would move by an ulp
         gaps = np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
         n = reduced.shape[0]
         home, wall_cell = np.empty(n, np.int32), np.empty(n, np.int32)
@@ -170,7 +180,7 @@ class ShardedHNSWIndex:
         # its other neighbours may lie in any cell. Otherwise the other cell whose wall is
         # nearer than the k-th candidate, if any.
         full = np.isfinite(dist[:, k - 1])
-        probe = np.flatnonzero(full & (wall_cell >= 0) & (wall_dist <= dist[:, k - 1] * _SLACK))
+        probe = np.flatnonzero(full & (wall_cell >= 0) & within_reach(wall_dist, dist[:, k - 1]))
         asked = self._group(wall_cell[probe], probe)
         found: list = [None] * len(asked)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import ROW_BLOCK, claim
 
 
@@ -74,7 +75,6 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
     threads claim blocks of rows (:mod:`unimap.runtime.dynamic_numba`).
     """
     n_parts, n_queries, n_cand = candidates.shape
-    dim = data.shape[1]
     keep = cand_dist.shape[0] > 0
     if keep:
         cand_dist[:] = np.inf
@@ -96,10 +96,7 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
                         if local < 0:
                             continue
                         j = id_map[local * n_parts + p]
-                        acc = np.float32(0.0)
-                        for f in range(dim):
-                            diff = queries[q, f] - data[j, f]
-                            acc += diff * diff
+                        acc = sq_dist(queries, q, data, j, np.float32(0.0))
                         if keep:
                             cand_dist[r, p * n_cand + c] = acc
                         if acc < worst:
@@ -147,9 +144,20 @@ def add_reverse_candidates(candidates, id_map, cand_dist, out_idx, out_dist):
     for r in range(n_rows):
         for m in range(width):
             target = offered[r, m]
-            if (target >= 0 and cand_dist[r, m] < out_dist[target, out_dist.shape[1] - 1]
-                    and not _listed(out_idx, target, id_map[r])):
-                _insert_sorted(out_dist[target], out_idx[target], cand_dist[r, m], id_map[r])
+            if target >= 0:
+                offer_pair(out_idx, out_dist, target, id_map[r], cand_dist[r, m])
+
+
+@numba.njit(inline="always", cache=True)
+def offer_pair(idx, dist, row, i, d):
+    """Row ``row`` of the sorted lists ``idx``/``dist`` takes point ``i`` at distance ``d``
+    if that is nearer than its k-th entry and ``i`` is not listed yet (ties keep the earlier
+    entry first); returns whether it did. The step of every reverse-pair offer: the search
+    of ``i`` found the row's point at ``d``, so the row learns of ``i``."""
+    if d < dist[row, dist.shape[1] - 1] and not _listed(idx, row, i):
+        _insert_sorted(dist[row], idx[row], d, i)
+        return True
+    return False
 
 
 @numba.njit(inline="always", cache=True)

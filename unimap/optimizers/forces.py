@@ -62,9 +62,9 @@ def repulsion(Y: np.ndarray, params: RepulsionParams,
 
 def kl_divergence(P: sp.csr_matrix, Y: np.ndarray, z: float, dof: float) -> float:
     """KL(P‖Q) with ``Q = w/Z``, given Z (exact or estimated); P must sum to 1."""
-    from unimap.optimizers.tsne_gd_numba import attractive_kl
+    from unimap.optimizers.tsne_gd_numba import attractive_kl, kl_value
 
-    return float(attractive_kl(P.indptr, P.indices, P.data, Y, float(dof)) + np.log(z))
+    return kl_value(attractive_kl(P.indptr, P.indices, P.data, Y, float(dof)), np.log(z))
 
 
 class TSNEForces:

@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from unimap.lowdim.similarity_numba import ab_kernel, umap_attraction_coeff
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.rng_numba import bounded, hash_combine
 
 
@@ -40,15 +41,6 @@ def _negative(repeat_hash, e, i, n):
     """The negative of edge key e in a repeat: uniform over the n − 1 points other than i."""
     k = bounded(hash_combine(repeat_hash, e), n - 1)
     return k + np.int64(k >= i)  # arithmetic, not a branch: k ≥ i is a coin flip
-
-
-@numba.njit(inline="always", cache=True)
-def _sq_dist(Y, i, j):
-    d2 = np.float32(0.0)
-    for c in range(Y.shape[1]):
-        diff = Y[i, c] - Y[j, c]
-        d2 += diff * diff
-    return d2
 
 
 _SHARED_KEY = np.uint64(0x5AD5)  # separates the shared samples' keys from the per-row ones
@@ -119,7 +111,7 @@ def _attract_nd(Y, F, i, indptr, indices, data, scale, a, b, umap):
     (a negative ``scale`` pulls)."""
     for e in range(indptr[i], indptr[i + 1]):
         j = indices[e]
-        u = _sq_dist(Y, i, j)
+        u = sq_dist(Y, i, Y, j, np.float32(0.0))
         if u > 0.0:
             coef = scale * data[e] * _attraction(u, a, b, umap)
             for c in range(Y.shape[1]):

@@ -15,10 +15,10 @@ from unimap.optimizers.gdr_common_numba import (
     _attract_nd,
     _negative,
     _sample_layout,
-    _sq_dist,
     draw_shared_samples,
     shared_sample_count,
 )
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import ROW_BLOCK, claim, workers
 from unimap.runtime.rng_numba import hash_combine, mix64
 
@@ -77,16 +77,16 @@ def _shared_far_tile_2d(tile, positions, a, b):
         tr1[t] = 0.0
     p0 = positions[0]
     p1 = positions[1]
-    if b == _ONE:  # w = 1/(1 + a u), g = a w; u = 0 needs no branch (its d is 0)
+    if b == _ONE:  # ab_kernel without its branches: u = 0 needs none (its d is 0)
         for s in range(p0.shape[0]):
             q0 = p0[s]
             q1 = p1[s]
             for t in range(_TILE):
                 d0 = ty0[t] - q0
                 d1 = ty1[t] - q1
-                w = _ONE / (_ONE + a * (d0 * d0 + d1 * d1))
+                w, g = ab_kernel_unit_b(d0 * d0 + d1 * d1, a)
                 tz[t] += w
-                coef = a * w * w
+                coef = w * g
                 tr0[t] += coef * d0
                 tr1[t] += coef * d1
     else:
@@ -219,7 +219,7 @@ def _tsne_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _tsne_repel_nd(Y, R, i, k, a, b, weight):
-    w, g = ab_kernel(_sq_dist(Y, i, k), a, b)
+    w, g = ab_kernel(sq_dist(Y, i, Y, k, np.float32(0.0)), a, b)
     w *= weight
     coef = w * g
     for c in range(Y.shape[1]):

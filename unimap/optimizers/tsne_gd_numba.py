@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from unimap.lowdim.similarity_numba import student_t, student_t_pair
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import ROW_BLOCK, claim, workers
 
 
@@ -73,18 +74,31 @@ def _attraction_row_nd(indptr, indices, data, Yq, Yref, dof, out, i):
         out[i, c] = 0.0
     for e in range(indptr[i], indptr[i + 1]):
         j = indices[e]
-        d2 = 0.0
-        for c in range(dim):
-            diff = Yq[i, c] - Yref[j, c]
-            d2 += diff * diff
-        f = data[e] * student_t(d2, dof)
+        f = data[e] * student_t(sq_dist(Yq, i, Yref, j, 0.0), dof)
         for c in range(dim):
             out[i, c] += f * (Yq[i, c] - Yref[j, c])
 
 
+@numba.njit(inline="always", cache=True)
+def kl_term(p, log_w):
+    """``p (log p − log w)``: a pair's term of KL(P‖Q) (see :func:`kl_value`), for p > 0.
+
+    Numba compiles it for scalars; :func:`unimap.metrics.tsne_kl_divergence` evaluates its
+    Python body (``kl_term.py_func``) on numpy arrays of pairs.
+    """
+    return p * (np.log(p) - log_w)
+
+
+def kl_value(attractive, log_z, p_total=1.0):
+    """KL(P‖Q) with ``q = w/Z``: ``Σ p log(p/w) + (Σ p) log Z``, from ``attractive`` (the
+    sum of :func:`kl_term` over the pairs with p > 0), ``log Z`` and ``Σ p`` (1 for a
+    joint distribution)."""
+    return float(attractive + p_total * log_z)
+
+
 @numba.njit(parallel=True, cache=True)
 def _attractive_kl_rows(indptr, indices, data, Y, dof, rows):
-    n, dim = Y.shape
+    n = Y.shape[0]
     for i in numba.prange(n):
         acc = 0.0
         for e in range(indptr[i], indptr[i + 1]):
@@ -92,17 +106,13 @@ def _attractive_kl_rows(indptr, indices, data, Y, dof, rows):
             if p <= 0.0:
                 continue
             j = indices[e]
-            d2 = 0.0
-            for c in range(dim):
-                diff = Y[i, c] - Y[j, c]
-                d2 += diff * diff
-            acc += p * (np.log(p) - np.log(student_t_pair(d2, dof)[0]))
+            acc += kl_term(p, np.log(student_t_pair(sq_dist(Y, i, Y, j, 0.0), dof)[0]))
         rows[i] = acc
 
 
 @numba.njit(cache=True)
 def attractive_kl(indptr, indices, data, Y, dof):
-    """``Σ_ij p_ij log(p_ij / w_ij)``; with ``Σ p = 1``, KL(P‖Q) is this plus ``log Z``."""
+    """``Σ_ij kl_term(p_ij, log w_ij)``, the first part of :func:`kl_value`."""
     rows = np.empty(Y.shape[0])
     _attractive_kl_rows(indptr, indices, data, Y, dof, rows)
     return rows.sum()
@@ -121,11 +131,7 @@ def exact_repulsion_rows(Yq, Yref, dof, skip_self, forces, z_rows):
         for j in range(n):
             if skip_self and j == i:
                 continue
-            d2 = 0.0
-            for c in range(dim):
-                diff = Yq[i, c] - Yref[j, c]
-                d2 += diff * diff
-            w, f = student_t_pair(d2, dof)
+            w, f = student_t_pair(sq_dist(Yq, i, Yref, j, 0.0), dof)
             z += w
             for c in range(dim):
                 forces[i, c] += f * (Yq[i, c] - Yref[j, c])

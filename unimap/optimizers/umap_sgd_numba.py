@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from unimap.lowdim.similarity_numba import sgd_attraction_coeff, sgd_repulsion_coeff
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import claim
 from unimap.runtime.rng_numba import bounded, fill_pool, hash_combine, mix64
 
@@ -67,15 +68,6 @@ def _clip_rare(x):
 
 
 @numba.njit(inline="always", cache=True)
-def _sq_dist(x, y):
-    d2 = np.float32(0.0)
-    for d in range(x.shape[0]):
-        diff = x[d] - y[d]
-        d2 += diff * diff
-    return d2
-
-
-@numba.njit(inline="always", cache=True)
 def _draw(key, s, n_draw, self_index, skip):
     """Row of the ``s``-th negative sample: uniform over the pool without ``self_index``
     (when ``skip``): drawn from n_pool - 1 rows, stepping over it arithmetically."""
@@ -111,14 +103,16 @@ def _negatives_2d(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
 
 
 @numba.njit(inline="always", cache=True)
-def _negatives_nd(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
-    """As :func:`_negatives_2d` in any dimension, the samples applied one after the other
-    (as umap-learn does)."""
+def _negatives_nd(emb, row, self_index, pool, n_neg, key, a, b, gamma, alpha):
+    """As :func:`_negatives_2d` for ``y = emb[row]`` in any dimension, the samples applied
+    one after the other (as umap-learn does)."""
+    y = emb[row]
     skip = self_index >= 0
     n_draw = pool.shape[0] - np.int64(skip)
     for s in range(n_neg):
-        other = pool[_draw(key, s, n_draw, self_index, skip)]
-        coeff = sgd_repulsion_coeff(_sq_dist(y, other), a, b, gamma)
+        k = _draw(key, s, n_draw, self_index, skip)
+        other = pool[k]
+        coeff = sgd_repulsion_coeff(sq_dist(emb, row, pool, k, np.float32(0.0)), a, b, gamma)
         for d in range(y.shape[0]):
             y[d] += _clip(coeff * (y[d] - other[d])) * alpha
 
@@ -137,7 +131,7 @@ def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_p
     j = tails[e]
     current = emb[i]
     other = emb[j]
-    coeff = sgd_attraction_coeff(_sq_dist(current, other), a, b)
+    coeff = sgd_attraction_coeff(sq_dist(emb, i, emb, j, np.float32(0.0)), a, b)
     for d in range(current.shape[0]):
         g = _clip_rare(coeff * (current[d] - other[d])) * alpha
         current[d] += g
@@ -194,7 +188,7 @@ def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
                                   epochs_per_negative, next_negative, seed_hash, epoch, a, b,
                                   alpha)
     if n_neg >= 0:
-        _negatives_nd(emb[i], i, snapshot, n_neg, key, a, b, gamma, alpha)
+        _negatives_nd(emb, i, i, snapshot, n_neg, key, a, b, gamma, alpha)
 
 
 # The fit epoch exists twice, for 2-D and for other dimensions, so that a run compiles only
@@ -312,8 +306,9 @@ def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
         for e in range(indptr[i], indptr[i + 1]):
             if next_sample[e] > epoch:
                 continue
-            other = tail[indices[e]]
-            coeff = sgd_attraction_coeff(_sq_dist(y, other), a, b)
+            j = indices[e]
+            other = tail[j]
+            coeff = sgd_attraction_coeff(sq_dist(head, i, tail, j, np.float32(0.0)), a, b)
             for d in range(y.shape[0]):
                 y[d] += _clip(coeff * (y[d] - other[d])) * alpha
             next_sample[e] += epochs_per_sample[e]
@@ -322,5 +317,5 @@ def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
             if y.shape[0] == 2:
                 _negatives_2d(y, -1, tail, n_neg, key, a, b, gamma, alpha)
             else:
-                _negatives_nd(y, -1, tail, n_neg, key, a, b, gamma, alpha)
+                _negatives_nd(head, i, -1, tail, n_neg, key, a, b, gamma, alpha)
             next_negative[e] += n_neg * epochs_per_negative[e]

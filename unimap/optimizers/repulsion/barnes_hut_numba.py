@@ -39,7 +39,9 @@ __all__ = ["LEAF_SIZE", "build_tree", "repulsion_fit", "repulsion_query"]
 
 @numba.njit(inline="always", cache=True)
 def _offset(y0, y1, y2, three, xyz, k):
-    """``(d0, d1, d2, |d|²)`` from row k of ``xyz`` to the point; ``d2 = 0`` unless ``three``."""
+    """``(d0, d1, d2, |d|²)`` from row k of ``xyz`` to the point; ``d2 = 0`` unless ``three``.
+    Unrolled, not :func:`unimap.runtime.distance_numba.sq_dist`: the differences stay in
+    registers for the force."""
     d0 = y0 - xyz[k, 0]
     d1 = y1 - xyz[k, 1]
     r2 = d0 * d0 + d1 * d1
