@@ -2,14 +2,14 @@
 host and with a CPU-bound competitor pinned to core 0 (issue 20, item 3).
 
 The problem is the real one: ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows)
-and the arguments of its optimizer (:func:`unimap.optimizers.umap_sgd.full_batch_umap`) are kept.
-Then, interleaved, ``--rounds`` times each in each state:
+and the arguments of its optimizer (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`) are
+kept. Then, interleaved, ``--rounds`` times each in each state:
 
 - ``per-epoch``: the former driver, one ``prange`` per epoch
   (:func:`unimap.optimizers.gdr_numba.umap_epoch`) with adaptive threads and pinned workers, as the
   2-D optimizer ran before the chunked kernel;
-- ``chunked``: :func:`unimap.optimizers.umap_sgd.full_batch_umap` as it is, ``EPOCH_CHUNK`` epochs
-per
+- ``chunked``: :func:`unimap.optimizers.gdr_full_batch.full_batch_umap` as it is, ``EPOCH_CHUNK``
+epochs per
   parallel region (:mod:`unimap.optimizers.gdr_epochs_numba`).
 
 Both give the same embedding bitwise (checked here on every round). Reported: the median and
@@ -36,7 +36,7 @@ from dask_place import emit, machine_state
 def capture_problem(n: int) -> tuple:
     """The positional and keyword arguments of GDR()'s ``full_batch_umap`` call."""
     import unimap
-    import unimap.optimizers.umap_sgd as optimize_module
+    import unimap.optimizers.gdr_full_batch as optimize_module
     from unimap.datasets import load_mnist
 
     captured = {}
@@ -46,7 +46,7 @@ def capture_problem(n: int) -> tuple:
         captured["call"] = (args, kwargs)
         return original(*args, **kwargs)
 
-    optimize_module.full_batch_umap = keep  # GDR imports it from there at fit time
+    optimize_module.full_batch_umap = keep  # gdr_unnormalized looks it up at call time
     try:
         unimap.GDR(random_state=0).fit(load_mnist()[0][:n])
     finally:
@@ -61,8 +61,8 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
               device="cpu", negative_pool=0):
     """The 2-D optimizer before the chunked kernel: a ``prange`` (and its join) per epoch."""
     from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_full_batch import FULL_BATCH_CLIP
     from unimap.optimizers.gdr_numba import umap_epoch
-    from unimap.optimizers.umap_sgd import FULL_BATCH_CLIP
     from unimap.runtime.threads import adaptive_threads
 
     f32 = np.float32
@@ -83,7 +83,7 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
 
 
 def measure(problem: tuple, rounds: int) -> dict:
-    from unimap.optimizers.umap_sgd import full_batch_umap
+    from unimap.optimizers.gdr_full_batch import full_batch_umap
 
     args, kwargs = problem
     drivers = {"per-epoch": per_epoch, "chunked": full_batch_umap}

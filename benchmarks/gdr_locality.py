@@ -1,12 +1,12 @@
 """GDR()'s 2-D optimizer with and without the large-input layout, on MNIST (issue 20/23).
 
-From ``unimap.methods.gdr.LOCALITY_MIN_ROWS`` points on, ``GDR()`` relabels the points along a
-Z-order curve of their start and draws each row block's negatives from a pool of
+From ``unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`` points on, ``GDR()`` relabels the
+points along a Z-order curve of their start and draws each row block's negatives from a pool of
 ``NEGATIVE_POOL`` points (docs/gdr.md, "Large inputs"). This script measures where that pays:
 ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows) with the layout off, and the
-arguments of its optimizer call (:func:`unimap.optimizers.umap_sgd.full_batch_umap`: the real graph
-and spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole optimization
-runs in four configurations:
+arguments of its optimizer call (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`: the real
+graph and spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole
+optimization runs in four configurations:
 
 - ``plain``: input labels, every negative sample reads its own point (below the threshold);
 - ``relabel``: Z-order labels, per-sample negatives;
@@ -34,8 +34,8 @@ from dask_place import machine_state
 
 def configurations(args: tuple, kwargs: dict) -> dict:
     """``name -> (args, kwargs, order)`` of the four layouts of the captured problem."""
-    from unimap.methods.gdr import NEGATIVE_POOL
     from unimap.optimizers.forces import gdr_edge_arrays
+    from unimap.optimizers.sampling import NEGATIVE_POOL
     from unimap.runtime.ordering import locality_order
 
     init, edges, transposed, scale = args[:4]
@@ -69,19 +69,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per configuration")
     options = parser.parse_args()
 
-    import unimap.methods.gdr as gdr_module
     from unimap.datasets import load_mnist
     from unimap.metrics import knn_accuracy_loo
-    from unimap.optimizers.umap_sgd import full_batch_umap
+    from unimap.optimizers import sampling
+    from unimap.optimizers.gdr_full_batch import full_batch_umap
     from unimap.runtime.ordering import in_input_order
 
     print(f"machine at start: {machine_state()}")
-    threshold = gdr_module.LOCALITY_MIN_ROWS
-    gdr_module.LOCALITY_MIN_ROWS = options.n + 1  # capture the problem without the layout
+    threshold = sampling.POOLED_NEGATIVES_MIN_ROWS
+    sampling.POOLED_NEGATIVES_MIN_ROWS = options.n + 1  # capture the problem without the layout
     try:
         args, kwargs = capture_problem(options.n)
     finally:
-        gdr_module.LOCALITY_MIN_ROWS = threshold
+        sampling.POOLED_NEGATIVES_MIN_ROWS = threshold
     labels = load_mnist()[1][: options.n]
     n_epochs = args[4]
     configs = configurations(args, kwargs)

@@ -67,7 +67,7 @@ def run_simulated(code: str) -> str:
 
 EDGES = """
 import numpy as np, scipy.sparse as sp
-from unimap.optimizers.umap_sgd import full_batch_umap
+from unimap.optimizers.gdr_full_batch import full_batch_umap
 rng = np.random.default_rng(0)
 n = 60
 P = sp.random(n, n, density=0.1, random_state=1, format="csr", dtype=np.float32)

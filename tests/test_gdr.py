@@ -668,14 +668,14 @@ def test_pooled_negatives_do_not_depend_on_the_thread_count():
 
 
 def test_large_input_path_on_digits(digits, umap_like, monkeypatch):
-    """The path GDR() takes from LOCALITY_MIN_ROWS rows on (points relabelled along a
+    """The path GDR() takes from POOLED_NEGATIVES_MIN_ROWS rows on (points relabelled along a
     Z-order curve, negatives drawn from per-block pools, the embedding returned in input
     order), forced on the digits: the same quality bars as the default path
     (test_quality_unnormalized_on_digits; a row order mixed up on the way back would score
     ~0.1), and bitwise the same for any n_jobs."""
-    import unimap.methods.gdr as gdr_module
+    from unimap.optimizers import sampling
 
-    monkeypatch.setattr(gdr_module, "LOCALITY_MIN_ROWS", 1000)
+    monkeypatch.setattr(sampling, "POOLED_NEGATIVES_MIN_ROWS", 1000)
     X, y = digits
     runs = [GDR(random_state=0, n_jobs=j).fit_transform(X) for j in (1, 2)]
     np.testing.assert_array_equal(runs[0], runs[1])

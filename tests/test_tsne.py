@@ -7,7 +7,7 @@ from scipy.special import entr
 from sklearn.exceptions import NotFittedError
 
 from unimap import TSNE
-from unimap.affinity.joint import conditional_probabilities, perplexity_affinities
+from unimap.affinity.perplexity import conditional_probabilities, perplexity_affinities
 from unimap.metrics import knn_accuracy_loo, trustworthiness, tsne_kl_divergence
 from unimap.neighbors.graph import nearest_neighbors
 from unimap.optimizers.forces import RepulsionParams, kl_divergence, repulsion

@@ -297,9 +297,9 @@ def test_sgd_relabelling_keeps_rows_in_input_order():
 
 
 def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(monkeypatch):
-    # Large fits draw each edge block's negatives from a pool (unimap.optimizers.umap_sgd.
+    # Large fits draw each edge block's negatives from a pool (unimap.optimizers.sampling.
     # POOLED_NEGATIVES_MIN_ROWS); lowered here so that a small input takes that path.
-    import unimap.optimizers.umap_sgd as optimize
+    from unimap.optimizers import sampling
 
     rng = np.random.default_rng(3)
     centres = rng.uniform(-10, 10, size=(8, 10))
@@ -310,7 +310,7 @@ def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(mo
                     knn_method="exact").fit_transform(X)
 
     per_sample = fit(2)
-    monkeypatch.setattr(optimize, "POOLED_NEGATIVES_MIN_ROWS", 1000)
+    monkeypatch.setattr(sampling, "POOLED_NEGATIVES_MIN_ROWS", 1000)
     pooled = [fit(j) for j in (1, 2, 3)]
     np.testing.assert_array_equal(pooled[0], pooled[1])
     np.testing.assert_array_equal(pooled[0], pooled[2])
@@ -321,9 +321,9 @@ def test_pooled_negatives_match_one_thread_bitwise_and_differ_from_per_sample(mo
 def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
     # The thresholds of test_quality_on_digits, for the pooled path forced on digits (pools of
     # 128 points per 512 edges; each pool point is drawn ~6 times per block there).
-    import unimap.optimizers.umap_sgd as optimize
+    from unimap.optimizers import sampling
 
-    monkeypatch.setattr(optimize, "POOLED_NEGATIVES_MIN_ROWS", 1000)
+    monkeypatch.setattr(sampling, "POOLED_NEGATIVES_MIN_ROWS", 1000)
     X, y = digits
     E = UMAP(random_state=0).fit_transform(X)
     assert trustworthiness(X, E, n_neighbors=15) > 0.98

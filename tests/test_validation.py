@@ -99,7 +99,7 @@ def test_spawned_seeds_at_are_the_spawned_children():
 
 
 def test_phase_timer_records_phases_total_and_log_lines():
-    from unimap.methods._base import PhaseTimer
+    from unimap.methods._estimator import PhaseTimer
 
     lines = []
     clock = PhaseTimer(lines.append)

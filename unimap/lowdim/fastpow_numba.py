@@ -1,36 +1,22 @@
 """A fast float32 ``x ** b`` for x > 0, for the low-dimensional kernel ``1 / (1 + a d^(2b))``.
 
-``powf`` is a libm call that LLVM cannot vectorise or pipeline well; it was 40% of UMAP's SGD
-time on MNIST. This version splits the float into exponent and mantissa, evaluates
-polynomials for log2 of the mantissa and for 2^frac, and rebuilds the float: ~15 flops, no
-branch. Measured relative error: < 5e-5 for x in [1e-8, 1e6] (``tests/test_kernels.py``),
-far below the noise of stochastic gradient steps.
+``powf`` is a libm call that LLVM cannot vectorise or pipeline well, and the SGD's kernels
+evaluate it for every sample (measured: benchmarks/results/architecture_notes.md). This
+version splits the float into exponent and mantissa, evaluates polynomials for log2 of the
+mantissa and for 2^frac, and rebuilds the float: ~15 flops, no branch. Its relative error is
+below 5e-5 for x in [1e-8, 1e6] (tested: ``tests/test_kernels.py``), far below the noise of
+stochastic gradient steps.
 
-The kernels that call it also compile for CUDA (:mod:`unimap._cuda`), whose ufunc table lacks
-``np.floor``: :func:`floor32` is the one primitive written per target (its CUDA version lives
-in :mod:`unimap.runtime.common_cuda`, imported only with the GPU path).
+The kernels that call it also compile for CUDA (the ``*_cuda.py`` modules): its one
+target-specific primitive, :func:`unimap.runtime.floor_numba.floor32`, is written per target.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba.extending import overload
 
-
-def floor32(y):
-    """``floor(y)`` of a float32, as a float32 (the Python fallback of the overloads)."""
-    return np.float32(np.floor(y))
-
-
-# np.floor on the CPU: LLVM vectorises it (math.floor, through an int64, made GDR's epoch 43%
-# slower on 100k points; a truncation through an int32, 5% slower on MNIST-70k). CUDA's ufunc
-# table lacks np.floor: unimap.runtime.common_cuda registers math.floor for CUDA with numba-cuda's
-# own `overload` (through numba's, a CUDA kernel compiled after a CPU caller failed with
-# numba-cuda 0.30: KeyError <ufunc 'floor'>, seen on an H100).
-@overload(floor32, target="cpu", inline="always")
-def _floor32_cpu(y):
-    return lambda y: np.floor(y)
+from unimap.runtime.floor_numba import floor32
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)

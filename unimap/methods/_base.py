@@ -1,7 +1,6 @@
-"""The estimator family: scikit-learn estimators, and the one pipeline of UMAP, TSNE and GDR.
+"""The one pipeline of UMAP, TSNE and GDR (on the estimator base of
+:mod:`unimap.methods._estimator`).
 
-:class:`UnimapEstimator` gives every estimator the scikit-learn contract (``get_params``,
-``set_params``, ``clone``, ``Pipeline``, ``set_output``) and the declared-parameter check.
 :class:`NeighborEmbedding` owns ``fit`` and ``transform`` of the neighbour-embedding methods:
 
     validate → resolve a plan → neighbours → affinities P → initialization → optimize
@@ -13,26 +12,18 @@ A method is a subclass that declares its parameters and fills in the method-spec
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.dask.transform import is_dask_collection
-from unimap.methods._contract import EstimatorContract, not_fitted_error
+from unimap.methods._estimator import PhaseTimer, UnimapEstimator
+from unimap.methods.memory_plan import MemoryProfile, pipeline_estimate
+from unimap.methods.plan import FitPlan
 from unimap.neighbors.graph import METHODS, METRICS
 from unimap.runtime.device import DEVICES
-from unimap.runtime.memory import (
-    MemoryEstimate,
-    MemoryProfile,
-    check_memory,
-    input_copy_estimate,
-    pipeline_estimate,
-)
+from unimap.runtime.memory import MemoryEstimate, check_memory, input_copy_estimate
 from unimap.runtime.params import (
     ArrayLike,
     Boolean,
@@ -42,155 +33,17 @@ from unimap.runtime.params import (
     Optional,
     Options,
     Seed,
-    validate_params,
 )
 from unimap.runtime.progress import ProgressBar
 from unimap.runtime.random_streams import FitStreams, seed_from_random_state
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
-from unimap.runtime.validation import check_embedding_finite, check_method_input
+from unimap.runtime.validation import (
+    check_embedding_finite,
+    check_method_input,
+    is_dask_collection,
+)
 
-__all__ = ["PhaseTimer", "UnimapEstimator", "NeighborEmbedding"]
-
-
-class PhaseTimer:
-    """Seconds spent in each phase of a fit (the estimators' ``timings_``).
-
-    Parameters
-    ----------
-    log : callable(str)
-        Receives one line per finished phase (the estimator's verbose printer).
-
-    Examples
-    --------
-    >>> clock = PhaseTimer(print)
-    >>> with clock.phase("neighbors", lambda: "exact"):
-    ...     pass  # doctest: +ELLIPSIS
-    neighbors (exact): 0.00s
-    >>> sorted(clock.finish())  # doctest: +ELLIPSIS
-    done in ...
-    ['neighbors', 'total']
-    """
-
-    def __init__(self, log: Callable[[str], None]) -> None:
-        self._log = log
-        self._start = time.perf_counter()
-        self.timings: dict[str, float] = {}
-
-    @contextmanager
-    def phase(self, name: str, detail: Callable[[], str] | None = None,
-              progress: ProgressBar | None = None) -> Iterator[None]:
-        """Time the body as phase ``name``; ``detail()`` (called after the body, so it can
-        report what the body resolved) is shown in brackets in the log line. ``progress``
-        (a bar over the phases) names the running phase and advances when it ends."""
-        if progress is not None:
-            progress.describe(name)
-        tic = time.perf_counter()
-        yield
-        elapsed = time.perf_counter() - tic
-        self.timings[name] = elapsed
-        if progress is not None:
-            progress.advance_to(len(self.timings))
-        extra = f" ({detail()})" if detail is not None else ""
-        self._log(f"{name}{extra}: {elapsed:.2f}s")
-
-    def finish(self) -> dict[str, float]:
-        """The phases' seconds plus ``total`` since the timer was made (and a summary line
-        to the log)."""
-        self.timings["total"] = total = time.perf_counter() - self._start
-        shares = ", ".join(f"{name} {seconds / total:.0%}" for name, seconds
-                           in self.timings.items() if name != "total" and total > 0)
-        self._log(f"done in {total:.2f}s ({shares})")
-        return dict(self.timings)
-
-
-class UnimapEstimator(EstimatorContract):
-    """scikit-learn contract shared by every unimap estimator.
-
-    Subclasses declare ``_parameter_constraints`` (see :mod:`unimap.runtime.params`) and may add
-    ``_check_param_relations`` for rules that tie parameters together.
-    """
-
-    _parameter_constraints: dict = {}
-    _fitted_attribute = "embedding_"
-
-    def _validate_params(self) -> None:
-        validate_params(self.get_params(deep=False), self._parameter_constraints)
-        self._check_param_relations()
-
-    def _check_param_relations(self) -> None:
-        """Rules between parameters (override)."""
-
-    def save(self, path: Any, *, include_training_data: bool = True,
-             include_graph: bool = True) -> Any:
-        """Save the fitted estimator to ``path`` without pickle; read it with
-        :func:`unimap.load`.
-
-        The file is a zip archive of a JSON header and ``.npy`` arrays
-        (:mod:`unimap.io.persistence`, ``docs/persistence.md``); it is written atomically.
-
-        Parameters
-        ----------
-        path : str or path-like
-            Conventionally ``*.unimap``.
-        include_training_data : bool, default=True
-            Store the training rows that ``transform`` searches for neighbours. False gives
-            a smaller file whose model keeps its fitted attributes but cannot ``transform``.
-        include_graph : bool, default=True
-            Store ``graph_``, ``knn_indices_`` and ``knn_dists_`` (``transform`` does not
-            need them).
-
-        Returns
-        -------
-        path : pathlib.Path
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            If the estimator is not fitted.
-        """
-        from unimap.io.persistence import save
-
-        return save(self, path, include_training_data=include_training_data,
-                    include_graph=include_graph)
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, self._fitted_attribute):
-            raise not_fitted_error(f"this {type(self).__name__} instance is not fitted yet; "
-                                 "call fit first")
-
-    def _check_can_transform(self) -> None:
-        """Raise if ``transform`` cannot run (override to add reasons to ``_check_fitted``)."""
-        self._check_fitted()
-
-    @property
-    def _n_features_expected(self) -> int:
-        """The number of columns ``transform`` takes."""
-        return self.n_features_in_
-
-    def _transform_dtype(self, dtype: np.dtype) -> np.dtype:
-        """The dtype ``transform`` returns for input of ``dtype``."""
-        return np.dtype(np.float32)
-
-    def _dask_transform(self, X: Any, options: dict) -> Any:
-        """``transform`` of a dask collection: checked here, then placed block by block
-        on the workers by ``_transform`` (:mod:`unimap.dask.transform`); lazy."""
-        from unimap.dask.transform import transform_blocks
-
-        self._check_can_transform()
-        return transform_blocks(self, X, options, self._n_features_expected)
-
-    def _check_n_features(self, X: Any, expected: int) -> None:
-        if X.shape[1] != expected:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {expected} features as input")
-
-    def _log(self, message: str) -> None:
-        if getattr(self, "verbose", False):
-            print(f"[unimap.{type(self).__name__}] {message}", flush=True)
-
-    def _expected_failed_checks(self) -> dict[str, str]:
-        """scikit-learn's ``check_estimator`` checks that cannot apply, with the reason."""
-        return {}
+__all__ = ["NeighborEmbedding", "PIPELINE_CONSTRAINTS"]
 
 
 PIPELINE_CONSTRAINTS = {
@@ -213,7 +66,7 @@ class NeighborEmbedding(UnimapEstimator):
     Subclasses set ``_scale`` (``"box"``: UMAP's [0, 10] box; ``"std"``: t-SNE's standard
     deviation 1e-4) and implement:
 
-    - ``_resolve(n) -> dict``: the data-dependent plan (fitted ``_`` attributes), including
+    - ``_resolve(n) -> FitPlan``: the data-dependent plan (:mod:`unimap.methods.plan`), including
       ``n_neighbors_`` (kNN columns, the point itself included) and ``init_``;
     - ``_affinities(fit, knn_indices, knn_dists) -> P``: the matrix the optimizer follows;
     - ``_optimize(fit, init, seed) -> embedding``;
@@ -246,7 +99,9 @@ class NeighborEmbedding(UnimapEstimator):
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
-        fit = SimpleNamespace(**self._resolve(n), **vars(names))
+        fit = self._resolve(n)
+        fit.feature_names_in_ = getattr(names, "feature_names_in_", None)
+        fit.use_rep_ = getattr(names, "use_rep_", None)
         fit.n_features_in_ = X.shape[1]
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
@@ -263,14 +118,14 @@ class NeighborEmbedding(UnimapEstimator):
                 init = self._initialize(fit, X, streams.init)
             with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs", phases), \
                     ProgressBar(self.verbose, fit.n_epochs_, "epochs", "epoch", 1) as epochs:
-                fit._epochs = epochs
+                fit.epoch_bar = epochs
                 embedding = self._optimize(fit, init, streams.optimize)
-        del fit._epochs
+        fit.epoch_bar = None
         fit.embedding_ = check_embedding_finite(embedding, name)
         fit.timings_ = clock.finish()
         for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
             self.__dict__.pop(stale, None)
-        self.__dict__.update(vars(fit))
+        self.__dict__.update(fit.fitted_attributes())
         return self
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
@@ -318,7 +173,7 @@ class NeighborEmbedding(UnimapEstimator):
         "them (open: a batch-independent distance kernel)")
 
     # -- shared steps ------------------------------------------------------------------------
-    def _place_phases(self, fit: SimpleNamespace, X: Any) -> None:
+    def _place_phases(self, fit: FitPlan, X: Any) -> None:
         """``fit.devices_`` (phase -> ``"cpu"`` or ``"cuda"``) and ``fit.device_`` (``"cuda"``
         if any phase runs on the GPU) from the ``device`` parameter."""
         import warnings
@@ -336,15 +191,25 @@ class NeighborEmbedding(UnimapEstimator):
         elif on_gpu:
             self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
 
-    def _cuda_phases(self, fit: SimpleNamespace, X: Any) -> tuple[str, ...]:
-        """The phases of this fit that have CUDA kernels: the neighbours where the GPU kNN
-        serves them (:mod:`unimap.neighbors.brute_force_cuda`), and what a method adds."""
+    def _cuda_phases(self, fit: FitPlan, X: Any) -> tuple[str, ...]:
+        """The phases of this fit that have CUDA kernels, as each stage's CUDA module declares
+        them: the neighbours where the GPU kNN serves them
+        (:mod:`unimap.neighbors.brute_force_cuda`), the optimizer where its CUDA module
+        supports the configuration (``_optimizer_on_gpu``)."""
         from unimap.neighbors.graph import NeighborIndex
 
+        phases = ("optimize",) if self._optimizer_on_gpu(fit) else ()
         if self.precomputed_knn is not None or sp.issparse(X):
-            return ()
+            return phases
         index = NeighborIndex(self.metric, self.knn_method, device="cuda")
-        return ("neighbors",) if index.serves_on_gpu(X.shape[0], fit.n_neighbors_) else ()
+        if index.serves_on_gpu(X.shape[0], fit.n_neighbors_):
+            phases = ("neighbors", *phases)
+        return phases
+
+    def _optimizer_on_gpu(self, fit: FitPlan) -> bool:
+        """Whether the method's optimizer has CUDA kernels for this fit (asked of the
+        optimizer's ``*_cuda`` module; only called for ``device="cuda"``)."""
+        return False
 
     def _variant(self) -> str:
         """How the CPU-fallback warning names the configuration (e.g. GDR's mode)."""
@@ -365,15 +230,15 @@ class NeighborEmbedding(UnimapEstimator):
     def _n_features_expected(self) -> int:
         return self.embedding_.shape[0] if self.metric == "precomputed" else self.n_features_in_
 
-    def _check_memory(self, fit: SimpleNamespace, X: Any) -> int:
+    def _check_memory(self, fit: FitPlan, X: Any) -> int:
         """Estimate the fit's peak memory; refuse it above ``max_memory``. Returns bytes."""
         estimate = self._memory_estimate(fit, X)
         self._log(f"memory: {estimate.describe()}")
         check_memory(estimate, self.max_memory, type(self).__name__)
         return estimate.peak
 
-    def _memory_estimate(self, fit: SimpleNamespace, X: Any) -> MemoryEstimate:
-        """The phases' peaks (:func:`unimap.runtime.memory.pipeline_estimate`) from the shapes,
+    def _memory_estimate(self, fit: FitPlan, X: Any) -> MemoryEstimate:
+        """The phases' peaks (:func:`unimap.methods.memory_plan.pipeline_estimate`) from the shapes,
         the plan and the method's :class:`MemoryProfile`."""
         from unimap.neighbors.graph import NeighborIndex
 
@@ -384,17 +249,17 @@ class NeighborEmbedding(UnimapEstimator):
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
                                  sp.issparse(X), spectral, self._memory_profile(fit, n))
 
-    def _memory_profile(self, fit: SimpleNamespace, n: int) -> MemoryProfile:
+    def _memory_profile(self, fit: FitPlan, n: int) -> MemoryProfile:
         raise NotImplementedError
 
-    def _epoch_guard(self, fit: SimpleNamespace, causes: str, name: str | None = None):
+    def _epoch_guard(self, fit: FitPlan, causes: str, name: str | None = None):
         """The optimizer's per-epoch hook: the finiteness guard, advancing the epoch bar."""
         from unimap.runtime.guards import FiniteGuard
 
         return FiniteGuard(name or type(self).__name__, causes,
-                           getattr(fit, "_epochs", None))
+                           fit.epoch_bar)
 
-    def _neighbors(self, fit: SimpleNamespace, X: Any, seed: int):
+    def _neighbors(self, fit: FitPlan, X: Any, seed: int):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""
         from unimap.neighbors.graph import NeighborIndex
         from unimap.runtime.validation import check_knn_graph
@@ -411,7 +276,7 @@ class NeighborEmbedding(UnimapEstimator):
         fit._index, fit.knn_method_ = index, index.method_
         return graph.indices, graph.distances
 
-    def _initialize(self, fit: SimpleNamespace, X: Any, seed: int) -> np.ndarray:
+    def _initialize(self, fit: FitPlan, X: Any, seed: int) -> np.ndarray:
         from unimap.initialization.layouts import initialize
 
         features = None if self.metric == "precomputed" else X
@@ -419,11 +284,11 @@ class NeighborEmbedding(UnimapEstimator):
                                        self.n_components, seed, self._scale)
         return Y
 
-    def _init_graph(self, fit: SimpleNamespace) -> sp.csr_matrix:
+    def _init_graph(self, fit: FitPlan) -> sp.csr_matrix:
         """The graph a spectral initialization lays out (override to prune it first)."""
         return fit.graph_
 
-    def _resolve(self, n: int) -> dict:
+    def _resolve(self, n: int) -> FitPlan:
         raise NotImplementedError
 
     def _affinities(self, fit, knn_indices, knn_dists):

@@ -3,12 +3,12 @@
 A declaration of unimap's shared parts: neighbours (:mod:`unimap.neighbors.graph`) → P
 (:func:`unimap.affinity.joint.joint_affinities`: UMAP's fuzzy graph, or t-SNE's
 perplexity-calibrated P normalised to sum 1) → initialization
-(:mod:`unimap.initialization.layouts`) → full-batch epochs over the CSR edge list, per edge one
+(:mod:`unimap.initialization`) → full-batch epochs over the CSR edge list, per edge one
 attraction and ``n_negatives`` uniform negative samples:
 
 - ``normalized=False`` (UMAP-like): fuzzy cross-entropy with the ``1 − p_ik`` of the repulsion
   replaced by the mean edge weight p̄, linearly decaying step, clipping
-  (:func:`unimap.optimizers.umap_sgd.full_batch_umap`);
+  (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`);
 - ``normalized=True`` (t-SNE-like): KL(P‖Q) with Z estimated from the same negative samples
   (:class:`unimap.optimizers.forces.SampledForces`), early exaggeration, momentum and gains
   (:func:`unimap.optimizers.gradient_descent.gradient_descent`).
@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from unimap.methods import gdr_defaults as defaults
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
-from unimap.methods.umap import capped_n_neighbors, check_kernel_params, umap_epochs
-from unimap.runtime.memory import MemoryProfile
+from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.plan import GDRPlan
+from unimap.methods.umap import check_kernel_params
 from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
@@ -41,30 +43,6 @@ from unimap.runtime.params import (
 
 __all__ = ["GDR"]
 
-# Defaults chosen by measurement (docs/gdr.md).
-_UMAP_LR = 0.1
-_UMAP_MOMENTUM = 0.5
-_UMAP_NEGATIVES = 1.0
-LOCALITY_MIN_ROWS = 50_000  # GDR(): relabel points for memory locality from here on
-# ... and draw the negatives of each block of rows from a pool of this many points
-# (unimap.optimizers.gdr_unnormalized_numba.umap_epoch; measured in docs/gdr.md). Each pool point
-# is a random read of a whole cache line: 512 per 256-row block cost 1M points 6.7% of an
-# epoch more than 128, at the same quality (MNIST-70k, seeds 0-5, docs/gdr.md).
-NEGATIVE_POOL = 128
-_REPULSION_RATE = 5.0  # ν: an edge repels like UMAP's 5 negatives of weight γ·p̄
-_TSNE_EPOCHS = 600  # 100 of early exaggeration, then 500
-_TSNE_EE_ITER = 100
-_TSNE_NEGATIVES = 1.0  # per-row samples
-_TSNE_SHARED_SAMPLES = 1000  # shared samples per epoch, whatever the perplexity
-_TSNE_MOMENTUM = 0.8
-_INITIAL_MOMENTUM = 0.5
-_TSNE_LR_PER_POINT = 2.0  # per-row samples: max(2n/E · min(1, S/120), 50)
-_TSNE_MIN_LR = 50.0  # t-SNE's floor, both sampling schemes
-_TSNE_REF_SAMPLES = 120.0
-_TSNE_SHARED_REF_SAMPLES = 500.0  # shared samples: max(n/(4E), 50) · min(1, M/500)
-_TSNE_DECAY_FRACTION = 1.0 / 3.0  # the step decays linearly to 0 over the last third
-_CENTER_EVERY = 50  # recentre the normalized embedding (translation does not change the loss)
-_TRANSFORM_LR = 0.25  # UMAP.transform's step (its fit step 1, divided by 4)
 
 
 class GDR(NeighborEmbedding):
@@ -88,8 +66,7 @@ class GDR(NeighborEmbedding):
         ``normalized=True``: P over the ``⌊3·perplexity⌋`` nearest neighbours, calibrated to
         this perplexity. Lowered (with a warning, in ``perplexity_``) for small data. The
         default is lower than t-SNE's 30 because this mode's sampled repulsion does better
-        with a tighter P: on MNIST-70k perplexity 10 gave 15-NN recall 0.319 against 0.278
-        at 30, in half the time (openTSNE: 0.346 at 10, 0.348 at 30; see Notes).
+        with a tighter P (measured: docs/gdr.md).
     min_dist, spread : float, default=0.1, 1.0
         Shape of ``q = 1/(1 + a d^(2b))`` through the fitted ``a, b`` (not normalized).
     a, b : float, optional
@@ -106,9 +83,9 @@ class GDR(NeighborEmbedding):
     shared_negatives : bool, optional
         Normalized mode: draw one set of negative samples per epoch for all rows instead of
         per row. Its noise is common to neighbouring points, so it does not shuffle them
-        against each other: 15-NN recall on MNIST-70k at perplexity 30 0.28 against 0.225
-        (openTSNE: 0.348), in less time (see Notes). Default: True when normalized; True
-        with ``normalized=False`` is an error (that mode samples per edge, as UMAP).
+        against each other: higher 15-NN recall in less time (docs/gdr.md). Default: True
+        when normalized; True with ``normalized=False`` is an error (that mode samples per
+        edge, as UMAP).
     n_epochs : int, optional
         Default: not normalized, 500 for up to 10,000 points, else 200 (as UMAP);
         normalized, 600: 100 of early exaggeration and 500 after it (t-SNE: 250 and 500;
@@ -194,7 +171,7 @@ class GDR(NeighborEmbedding):
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap.runtime.memory`).
+        (see :mod:`unimap.methods.memory_plan`).
 
     Notes
     -----
@@ -304,56 +281,11 @@ class GDR(NeighborEmbedding):
             raise ValueError("shared_negatives=True needs normalized=True: the unnormalized "
                              "mode draws its negative samples per edge")
 
-    # -- the plan: resolved defaults -----------------------------------------------------------
-    def _resolve(self, n: int) -> dict:
-        from unimap.affinity.joint import effective_perplexity, perplexity_neighbors
-        from unimap.lowdim.ab_fit import find_ab_params
-
-        normalized = self.normalized
-        fit: dict[str, Any] = {
-            "symmetric_attraction_": (not normalized if self.symmetric_attraction is None
-                                      else bool(self.symmetric_attraction)),
-            "symmetrization_": self.symmetrization or ("tsne" if normalized else "umap"),
-            "shared_negatives_": (normalized if self.shared_negatives is None
-                                  else bool(self.shared_negatives)),
-            "momentum_": float(self.momentum if self.momentum is not None else (
-                _TSNE_MOMENTUM if normalized else _UMAP_MOMENTUM)),
-            "z_": None,
-        }
-        if self.a is not None:
-            fit["a_"], fit["b_"] = float(self.a), float(self.b)
-        elif normalized:
-            fit["a_"], fit["b_"] = 1.0, 1.0
-        else:
-            fit["a_"], fit["b_"] = find_ab_params(self.spread, self.min_dist)
-        if self.n_epochs is not None:
-            fit["n_epochs_"] = self.n_epochs
-        else:
-            fit["n_epochs_"] = _TSNE_EPOCHS if normalized else umap_epochs(n)
-        # None: depends on the graph, set in _affinities.
-        fit["n_negatives_"] = (float(self.n_negatives) if self.n_negatives is not None
-                               else None if normalized and fit["shared_negatives_"]
-                               else _TSNE_NEGATIVES if normalized else _UMAP_NEGATIVES)
-        fit["learning_rate_"] = (float(self.learning_rate) if self.learning_rate is not None
-                                 else None if normalized else _UMAP_LR)
-        fit["early_learning_rate_"] = fit["learning_rate_"]
-        if normalized:
-            ee = _TSNE_EE_ITER if self.early_exaggeration_iter is None else (
-                self.early_exaggeration_iter)
-            fit["early_exaggeration_iter_"] = min(ee, fit["n_epochs_"])
-            fit["perplexity_"] = effective_perplexity(self.perplexity, n, stacklevel=5)
-            fit["n_neighbors_"] = perplexity_neighbors(fit["perplexity_"], n - 1) + 1
-        else:
-            fit["early_exaggeration_iter_"] = 0
-            fit["perplexity_"] = None
-            fit["n_neighbors_"] = capped_n_neighbors(self.n_neighbors, n)
-        # PCA needs feature vectors: spectral for precomputed distances.
-        fit["init_"] = self.init if self.init is not None else (
-            "pca" if normalized and self.metric != "precomputed" else "spectral")
-        return fit
+    def _resolve(self, n: int) -> GDRPlan:
+        return defaults.resolve_gdr_plan(self, n)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.runtime.memory import OPTIMIZER_BYTES
+        from unimap.methods.memory_plan import OPTIMIZER_BYTES
 
         edges = n * fit.n_neighbors_
         if self.normalized:  # Z-ordered copies of P (and Pᵀ), float64 positions and gains
@@ -361,7 +293,9 @@ class GDR(NeighborEmbedding):
             return MemoryProfile("perplexity", arrays, "perplexity")
         # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
         arrays = edges * OPTIMIZER_BYTES["gdr"] + n * self.n_components * 4 * 8
-        if n >= LOCALITY_MIN_ROWS:  # the relabelled copy of P and its scipy temporaries
+        from unimap.optimizers.gdr_full_batch import relabels_for_locality
+
+        if relabels_for_locality(n):  # the relabelled copy of P and its scipy temporaries
             arrays += edges * (OPTIMIZER_BYTES["gdr_normalized"] - OPTIMIZER_BYTES["gdr"])
         return MemoryProfile("fuzzy", arrays, "n_neighbors")
 
@@ -374,114 +308,50 @@ class GDR(NeighborEmbedding):
                              fit.symmetrization_, self.normalized, fit.perplexity_)
         fit.mean_weight_ = float(P.data.mean()) if P.nnz else 0.0
         if fit.n_negatives_ is None:  # M = 1000 shared samples per epoch: n_negatives·nnz/n
-            fit.n_negatives_ = _TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)
+            fit.n_negatives_ = defaults.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)
         if fit.learning_rate_ is None:
-            fit.early_learning_rate_, fit.learning_rate_ = self._normalized_steps(
-                n, fit.n_negatives_ * P.nnz / n, fit.shared_negatives_)
+            fit.early_learning_rate_, fit.learning_rate_ = defaults.normalized_steps(
+                n, fit.n_negatives_ * P.nnz / n, fit.shared_negatives_, self.early_exaggeration)
         return P
 
-    def _normalized_steps(self, n: int, samples: float, shared: bool) -> tuple[float, float]:
-        """Default steps of the normalized mode, during and after early exaggeration,
-        shrunk in proportion below the samples per row they were tuned at (``samples``):
-        a sample landing near a point repels it with weight ``n/S`` (docs/gdr.md)."""
-        if shared:
-            shrink = min(1.0, samples / _TSNE_SHARED_REF_SAMPLES)
-            late = max(n / 4.0 * shrink, _TSNE_MIN_LR)
-            early = max(n / (4.0 * self.early_exaggeration) * shrink, _TSNE_MIN_LR)
-            return early, late
-        shrink = min(1.0, samples / _TSNE_REF_SAMPLES)
-        step = max(_TSNE_LR_PER_POINT * n / self.early_exaggeration * shrink, _TSNE_MIN_LR)
-        return step, step
+    def _optimizer_on_gpu(self, fit) -> bool:
+        if self.normalized:
+            from unimap.optimizers.gdr_normalized_cuda import supports
 
-    def _cuda_phases(self, fit, X) -> tuple[str, ...]:
-        # normalized: 2-D with shared samples only (unimap.optimizers.gdr_normalized_cuda says why)
-        gpu_optimizer = not self.normalized or (fit.shared_negatives_
-                                                and self.n_components == 2)
-        return super()._cuda_phases(fit, X) + (("optimize",) if gpu_optimizer else ())
+            return supports(self.n_components, fit.shared_negatives_)
+        from unimap.optimizers.gdr_cuda import supports
+
+        return supports(self.n_components)
 
     def _variant(self) -> str:
         return "(normalized=True)" if self.normalized else ""
 
-    # -- optimize --------------------------------------------------------------------------------
     def _optimize(self, fit, init, seed):
+        common = {"symmetric_attraction": fit.symmetric_attraction_,
+                  "directed": fit.symmetrization_ == "none", "n_epochs": fit.n_epochs_,
+                  "a": fit.a_, "b": fit.b_, "seed": seed, "learning_rate": fit.learning_rate_,
+                  "momentum": fit.momentum_, "n_negatives": fit.n_negatives_,
+                  "device": fit.devices_["optimize"]}
         if self.normalized:
-            return self._optimize_normalized(fit, init, seed)
-        from unimap.optimizers.forces import gdr_edge_arrays
-        from unimap.optimizers.umap_sgd import full_batch_umap
+            from unimap.optimizers.gdr_normalized import gdr_normalized
+            from unimap.runtime.guards import TSNE_CAUSES
+
+            Y, fit.z_ = gdr_normalized(
+                init, fit.graph_, n_early=fit.early_exaggeration_iter_,
+                exaggeration=self.early_exaggeration,
+                early_learning_rate=fit.early_learning_rate_,
+                shared_negatives=fit.shared_negatives_,
+                repulsion_strength=self.repulsion_strength,
+                guard=self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)"), **common)
+            return Y
+        from unimap.optimizers.gdr_full_batch import gdr_unnormalized
         from unimap.runtime.guards import UMAP_CAUSES
-        from unimap.runtime.ordering import in_input_order, locality_order
 
-        # Large inputs: points relabelled along a Z-order curve of their start, so that a
-        # row's neighbours lie close in memory (the random reads of the embedding dominate an
-        # epoch once it outgrows the cache), and each block of rows draws its negatives from a
-        # pool of NEGATIVE_POOL points (from 50,000 points on: MNIST-70k 0.82x per epoch, 50k
-        # 0.89x, 30k only 0.93x; docs/gdr.md). Below the threshold the labels stay as given and
-        # every sample reads its own point, so results on small data are those of earlier
-        # versions (the negatives are keyed by row and edge position, which a relabelling
-        # changes).
-        order = None
-        if init.shape[0] >= LOCALITY_MIN_ROWS:
-            order = locality_order(init)
-            init = init[order]
-        edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
-                                                   fit.symmetrization_ == "none", order)
-        weight = self.repulsion_strength * fit.mean_weight_ * _REPULSION_RATE / fit.n_negatives_
-        Y = full_batch_umap(init, edges, transposed, scale, fit.n_epochs_, fit.a_, fit.b_,
-                            seed, fit.learning_rate_, fit.momentum_, fit.n_negatives_,
-                            weight, guard=self._epoch_guard(fit, UMAP_CAUSES), row_ids=order,
-                            device=fit.devices_["optimize"],
-                            negative_pool=0 if order is None else NEGATIVE_POOL)
-        return Y if order is None else in_input_order(Y, order)
+        weight = (self.repulsion_strength * fit.mean_weight_ * defaults.REPULSION_RATE
+                  / fit.n_negatives_)
+        return gdr_unnormalized(init, fit.graph_, repulsion_weight=weight,
+                                guard=self._epoch_guard(fit, UMAP_CAUSES), **common)
 
-    def _optimize_normalized(self, fit, init, seed):
-        from unimap.optimizers.forces import SampledForces, gdr_edge_arrays
-        from unimap.optimizers.gradient_descent import (
-            MAX_STEP_NORM,
-            MIN_GAIN,
-            Phase,
-            gradient_descent,
-        )
-        from unimap.runtime.guards import TSNE_CAUSES
-        from unimap.runtime.ordering import in_input_order, locality_order
-        from unimap.runtime.threads import adaptive_threads
-
-        # Points relabelled along a Z-order curve of their start: a row's neighbours then lie
-        # close in memory and the near field reads them from cache. The order depends on the
-        # start only, so the result still does not depend on the thread count.
-        order = locality_order(init)
-        edges, transposed, scale = gdr_edge_arrays(fit.graph_, fit.symmetric_attraction_,
-                                                   fit.symmetrization_ == "none", order)
-        n, n_early, n_epochs = init.shape[0], fit.early_exaggeration_iter_, fit.n_epochs_
-        # Shared samples draw E times fewer during early exaggeration (docs/gdr.md).
-        early_negatives = fit.n_negatives_
-        if fit.shared_negatives_ and self.early_exaggeration > 1.0:
-            early_negatives = fit.n_negatives_ / self.early_exaggeration
-        forces = SampledForces(edges, transposed, scale, n, init.shape[1], fit.a_, fit.b_,
-                               self.repulsion_strength, fit.n_negatives_, early_negatives,
-                               n_early, fit.shared_negatives_, seed)
-        # Sampled forces are noisy: decaying the step over the last third (Robbins-Monro)
-        # lets the points settle instead of jittering at the scale of the fine structure.
-        decay_start = max(n_early, n_epochs - int(round(n_epochs * _TSNE_DECAY_FRACTION)))
-        phases = [
-            Phase(n_early, self.early_exaggeration, min(_INITIAL_MOMENTUM, fit.momentum_),
-                  fit.early_learning_rate_),
-            Phase(decay_start - n_early, 1.0, fit.momentum_, fit.learning_rate_),
-            Phase(n_epochs - decay_start, 1.0, fit.momentum_, fit.learning_rate_, decay=True),
-        ]
-        guard = self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)")
-        if fit.devices_["optimize"] == "cuda":
-            from unimap.optimizers.gdr_normalized_cuda import gradient_descent_cuda
-
-            Y = gradient_descent_cuda(np.array(init[order], dtype=np.float32), forces, phases,
-                                      MIN_GAIN, MAX_STEP_NORM, _CENTER_EVERY, guard, order)
-        else:
-            Y, _ = gradient_descent(np.array(init[order], dtype=np.float32), forces, phases,
-                                    MIN_GAIN, None, MAX_STEP_NORM, center_every=_CENTER_EVERY,
-                                    threads=adaptive_threads(n), guard=guard, row_ids=order)
-        fit.z_ = forces.z
-        return in_input_order(Y - Y.mean(axis=0), order)
-
-    # -- new points --------------------------------------------------------------------------
     def transform(self, X: Any) -> np.ndarray:
         """Embed new points into the fitted embedding (training points stay fixed).
 
@@ -526,5 +396,5 @@ class GDR(NeighborEmbedding):
             self._index, X, self.embedding_, self.n_neighbors_, local_connectivity=1.0,
             a=self.a_, b=self.b_, seed=self._streams.transform,
             n_epochs=transform_epochs(self.embedding_.shape[0], self.n_epochs),
-            learning_rate=_TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
+            learning_rate=defaults.TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
             negative_sample_rate=5.0)

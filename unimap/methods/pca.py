@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.dask.transform import is_dask_collection
 from unimap.decomposition.pca import SOLVERS, fit_pca, project
-from unimap.methods._base import UnimapEstimator
+from unimap.methods._estimator import UnimapEstimator
 from unimap.runtime.params import Boolean, Integer, Options, Seed
 from unimap.runtime.random_streams import seed_from_random_state
-from unimap.runtime.validation import check_array, check_int
+from unimap.runtime.validation import check_array, check_int, is_dask_collection
 
 __all__ = ["PCA"]
 
@@ -37,7 +36,7 @@ class PCA(UnimapEstimator):
       large inputs when few components are wanted; never forms the centred copy of ``X``.
 
     ``fit`` of a ``dask.array.Array`` never gathers it: the covariance solver's matrix is
-    summed block by block on the workers (:func:`unimap.dask.transform.scatter_moments`), so data
+    summed block by block on the workers (:func:`unimap.dask.scatter_moments`), so data
     far larger than one machine's memory is reduced in one pass over its blocks, and
     ``transform`` projects it block by block, lazily (``docs/dask.md``).
 
@@ -172,9 +171,9 @@ class PCA(UnimapEstimator):
 
     def _fit_dask(self, X: Any, start: float) -> Any:
         """Fit on a dask array without gathering it: one pass over its blocks for the
-        covariance (:func:`unimap.dask.transform.scatter_moments`), then its leading
+        covariance (:func:`unimap.dask.scatter_moments`), then its leading
         eigenvectors."""
-        from unimap.dask.transform import checked_rows, scatter_moments
+        from unimap.dask.sample import checked_rows, scatter_moments
         from unimap.decomposition.pca import axes_from_scatter
 
         if self.svd_solver not in ("auto", "covariance"):

@@ -1,7 +1,7 @@
 """t-SNE (van der Maaten & Hinton 2008) as a declaration of unimap's shared parts.
 
 neighbours (:mod:`unimap.neighbors.graph`, ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised P
-(:mod:`unimap.affinity.joint`) → initialization (:mod:`unimap.initialization.layouts`, std 1e-4) →
+(:mod:`unimap.affinity.perplexity`) → initialization (:mod:`unimap.initialization`, std 1e-4) →
 Student-t kernel with ``dof`` degrees of freedom, repulsion exact, Barnes-Hut or FFT
 (:mod:`unimap.optimizers.forces`) → full-batch gradient descent with exaggeration phases, momentum
 and gains (:mod:`unimap.optimizers.gradient_descent`); new points by
@@ -16,8 +16,9 @@ import numpy as np
 
 from unimap import placement
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.plan import TSNEPlan
 from unimap.runtime.guards import TSNE_CAUSES
-from unimap.runtime.memory import MemoryProfile
 from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
@@ -139,7 +140,7 @@ default="pca"
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap.runtime.memory`).
+        (see :mod:`unimap.methods.memory_plan`).
     """
 
     _scale = "std"
@@ -235,17 +236,17 @@ default="pca"
         """P, the symmetric joint probabilities (``graph_``)."""
         return self.graph_
 
-    def _resolve(self, n: int) -> dict:
-        from unimap.affinity.joint import effective_perplexity, perplexity_neighbors
+    def _resolve(self, n: int) -> TSNEPlan:
+        from unimap.affinity.perplexity import effective_perplexity, perplexity_neighbors
 
-        perplexity = effective_perplexity(self.perplexity, n, stacklevel=5)
-        return {"method_": self._resolve_method(n), "perplexity_": perplexity,
-                "learning_rate_": self._learning_rates(n),
-                "n_neighbors_": perplexity_neighbors(perplexity, n - 1) + 1,
-                "n_epochs_": self.n_iter, "init_": self.init}
+        perplexity = effective_perplexity(self.perplexity, n, stacklevel=4)
+        return TSNEPlan(method_=self._resolve_method(n), perplexity_=perplexity,
+                        learning_rate_=self._learning_rates(n),
+                        n_neighbors_=perplexity_neighbors(perplexity, n - 1) + 1,
+                        n_epochs_=self.n_iter, init_=self.init)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.runtime.memory import OPTIMIZER_BYTES, fft_grid_bytes
+        from unimap.methods.memory_plan import OPTIMIZER_BYTES, fft_grid_bytes
 
         width = self.n_components
         # float64 position, update, gains and gradient parts; the P arrays in float64
@@ -258,7 +259,7 @@ default="pca"
         return MemoryProfile("perplexity", arrays + repulsion, "perplexity", advice)
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity.joint import perplexity_affinities
+        from unimap.affinity.perplexity import perplexity_affinities
 
         P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_)
         return P

@@ -1,7 +1,7 @@
 """UMAP (McInnes, Healy & Melville 2018) as a declaration of unimap's shared parts.
 
-neighbours (:mod:`unimap.neighbors.graph`) → fuzzy simplicial set (:mod:`unimap.affinity.joint`) →
-initialization (:mod:`unimap.initialization.layouts`, [0, 10] box) → kernel ``1/(1 + a d^(2b))``
+neighbours (:mod:`unimap.neighbors`) → fuzzy simplicial set (:mod:`unimap.affinity.fuzzy`) →
+initialization (:mod:`unimap.initialization`, [0, 10] box) → kernel ``1/(1 + a d^(2b))``
 (:mod:`unimap.lowdim.ab_fit`) → edge-sampled SGD (:mod:`unimap.optimizers.umap_sgd`); new points by
 :func:`unimap.placement.fuzzy_placement`.
 """
@@ -12,7 +12,8 @@ import warnings
 from typing import Any
 
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
-from unimap.runtime.memory import MemoryProfile
+from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.plan import UMAPPlan
 from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
@@ -32,12 +33,13 @@ def umap_epochs(n: int) -> int:
     return 500 if n <= SMALL_DATA else 200
 
 
-def capped_n_neighbors(n_neighbors: int, n: int) -> int:
-    """``n_neighbors`` capped at the number of samples, with a warning."""
+def capped_n_neighbors(n_neighbors: int, n: int, stacklevel: int = 4) -> int:
+    """``n_neighbors`` capped at the number of samples, with a warning (``stacklevel``: the
+    frames between the user's ``fit`` call and this function, plus one)."""
     if n_neighbors > n:
         warnings.warn(
             f"n_neighbors={n_neighbors} is larger than the number of samples ({n}); "
-            f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=4,
+            f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=stacklevel,
         )
         return n
     return n_neighbors
@@ -50,7 +52,7 @@ class UMAP(NeighborEmbedding):
     :mod:`unimap.optimizers.umap_sgd_numba`): it uses all cores and the same ``random_state`` gives
     bitwise the same embedding for any ``n_jobs``; there is no separate "reproducible mode" to
     remember. From 50,000 points on (2-D, on the CPU;
-    :data:`unimap.optimizers.umap_sgd.POOLED_NEGATIVES_MIN_ROWS`), each block of 512 edges draws
+    :data:`unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`), each block of 512 edges draws
     its negative samples from a pool of 128 points drawn afresh every epoch, instead of each sample
     from all points as umap-learn does: on MNIST-70k the SGD runs
     1.4-1.5x faster at the same 10-NN accuracy and trustworthiness, and more so on larger data
@@ -137,7 +139,7 @@ default="spectral"
         "optimize": ...}``, each ``"cpu"`` or ``"cuda"``.
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
-        (see :mod:`unimap.runtime.memory`).
+        (see :mod:`unimap.methods.memory_plan`).
     """
 
     _parameter_constraints = {
@@ -209,40 +211,41 @@ default="spectral"
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
 
-    def _resolve(self, n: int) -> dict:
+    def _resolve(self, n: int) -> UMAPPlan:
         from unimap.lowdim.ab_fit import find_ab_params
 
         if self.a is None:
             a, b = find_ab_params(self.spread, self.min_dist)
         else:
             a, b = float(self.a), float(self.b)
-        return {"n_neighbors_": capped_n_neighbors(self.n_neighbors, n), "a_": a, "b_": b,
-                "n_epochs_": self.n_epochs if self.n_epochs is not None else umap_epochs(n),
-                "init_": self.init}
+        return UMAPPlan(
+            n_neighbors_=capped_n_neighbors(self.n_neighbors, n), a_=a, b_=b,
+            n_epochs_=self.n_epochs if self.n_epochs is not None else umap_epochs(n),
+            init_=self.init)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.runtime.memory import OPTIMIZER_BYTES
+        from unimap.methods.memory_plan import OPTIMIZER_BYTES
 
         # the SGD's per-edge schedules over the pruned graph, its head/tail/weight arrays
         sgd = n * fit.n_neighbors_ * OPTIMIZER_BYTES["umap_sgd"] + n * self.n_components * 16
         return MemoryProfile("fuzzy", sgd, "n_neighbors")
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity.joint import fuzzy_simplicial_set
+        from unimap.affinity.fuzzy import fuzzy_simplicial_set
         from unimap.optimizers.umap_sgd import prune_graph
 
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
             knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio)
-        fit._pruned = prune_graph(graph, fit.n_epochs_)
+        fit.pruned_graph = prune_graph(graph, fit.n_epochs_)
         return graph
 
     def _init_graph(self, fit):
-        return fit._pruned
+        return fit.pruned_graph
 
     def _optimize(self, fit, init, seed):
         from unimap.optimizers.umap_sgd import umap_sgd
 
-        graph = fit.__dict__.pop("_pruned")  # not kept: graph_ holds the full graph
+        graph, fit.pruned_graph = fit.pruned_graph, None  # freed: graph_ holds the full graph
         from unimap.runtime.guards import UMAP_CAUSES
 
         return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
@@ -252,8 +255,10 @@ default="spectral"
                         guard=self._epoch_guard(fit, UMAP_CAUSES),
                         device=fit.devices_["optimize"])
 
-    def _cuda_phases(self, fit, X) -> tuple[str, ...]:
-        return super()._cuda_phases(fit, X) + ("optimize",)
+    def _optimizer_on_gpu(self, fit) -> bool:
+        from unimap.optimizers.umap_sgd_cuda import supports
+
+        return supports(self.n_components)
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to

@@ -25,7 +25,12 @@ from unimap.runtime.common_cuda import (
 )
 from unimap.runtime.rng_numba import hash_combine, mix64
 
-__all__ = ["full_batch_umap_cuda", "device_bytes"]
+__all__ = ["full_batch_umap_cuda", "device_bytes", "supports"]
+
+
+def supports(n_components: int) -> bool:
+    """Whether these kernels run a fit: any dimension (a 2-D and an n-D row kernel)."""
+    return n_components >= 1
 
 
 # The kernels are written out per dimension (not made by a factory) so that numba-cuda can
@@ -69,7 +74,7 @@ def full_batch_umap_cuda(init: np.ndarray, edges: tuple, transposed: tuple,
                          seed: int, learning_rates: list, momentum: float,
                          n_negatives: float, repulsion_weight: float, clip: float,
                          guard: Any = None, row_ids: np.ndarray | None = None) -> np.ndarray:
-    """:func:`unimap.optimizers.umap_sgd.full_batch_umap` on the GPU (same arguments;
+    """:func:`unimap.optimizers.gdr_full_batch.full_batch_umap` on the GPU (same arguments;
     ``learning_rates`` holds each epoch's float32 step size). Returns the embedding on the host,
     float32."""
     f32 = np.float32

@@ -34,7 +34,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from unimap.optimizers.gdr_unnormalized_numba import _umap_row_2d, _umap_row_2d_pooled
+from unimap.optimizers.gdr_unnormalized_numba import (
+    _umap_row_2d,
+    _umap_row_2d_pooled,
+    momentum_step_row,
+)
 from unimap.runtime.dynamic_numba import (
     ROW_BLOCK,
     atomic_add,
@@ -57,18 +61,6 @@ def epoch_buffers(init: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     Y[0] = init
     V = np.zeros_like(Y)
     return Y, V, np.empty_like(Y)
-
-
-@numba.njit(inline="always", cache=True, fastmath=True)
-def _step(Y, Y_out, F, out_row, V, V_out, i, clip, lr, momentum):
-    """:func:`unimap.optimizers.gdr_unnormalized_numba._momentum_step` of the forces in row
-    ``out_row`` of ``F``, with the velocity read from ``V`` and written to ``V_out`` (the same
-    arithmetic)."""
-    for c in range(Y.shape[1]):
-        g = min(max(F[out_row, c], -clip), clip)
-        v = momentum * V[i, c] + lr * g
-        V_out[i, c] = v
-        Y_out[i, c] = Y[i, c] + v
 
 
 @numba.njit(inline="always", cache=True)
@@ -149,16 +141,16 @@ def umap_epochs_2d(Y, F, V, indptr, indices, data, t_indptr, t_indices, t_data, 
                         _umap_row_2d_pooled(Y_in, forces, out_row, i, indptr, indices, data,
                                             t_indptr, t_indices, t_data, use_t, attr_scale,
                                             n_negatives, rep_weight, a, b, eps, epoch_hash, pool)
-                        _step(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip, rates[e],
-                              momentum)
+                        momentum_step_row(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip,
+                                          rates[e], momentum)
                 else:
                     for i in rows:
                         out_row = i if last else own
                         _umap_row_2d(Y_in, forces, out_row, i, indptr, indices, data, t_indptr,
                                      t_indices, t_data, use_t, attr_scale, n_negatives,
                                      rep_weight, a, b, eps, epoch_hash, False)
-                        _step(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip, rates[e],
-                              momentum)
+                        momentum_step_row(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip,
+                                          rates[e], momentum)
                 # the first to finish a block counts it; the last block's finisher moves on
                 if (atomic_cas(finished, e * n_blocks + block, 0, 1)
                         and atomic_add(finished_count, e, 1) == n_blocks - 1):

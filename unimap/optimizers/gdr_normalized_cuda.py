@@ -39,7 +39,12 @@ from unimap.runtime.common_cuda import (
 )
 from unimap.runtime.rng_numba import hash_combine, mix64
 
-__all__ = ["gradient_descent_cuda", "device_bytes"]
+__all__ = ["gradient_descent_cuda", "device_bytes", "supports"]
+
+
+def supports(n_components: int, shared_negatives: bool) -> bool:
+    """Whether these kernels run a fit: 2-D with shared samples (see the module docstring)."""
+    return n_components == 2 and shared_negatives
 
 SAMPLE_TILE = 1024  # shared samples staged in shared memory at a time (8 KiB in 2-D)
 

@@ -14,8 +14,8 @@ from unimap.optimizers.gdr_common_numba import (
     _attract_nd,
     _negative,
     _sample_layout,
-    _sq_dist,
 )
+from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import ROW_BLOCK, claim, workers
 from unimap.runtime.rng_numba import bounded, fill_pool, hash_combine, mix64
 
@@ -85,8 +85,8 @@ def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_ind
     direction is 0).
 
     The sampling loop is written out rather than shared with :func:`_umap_row_2d` through a
-    flag: a branch inside it stops LLVM from vectorising the hash-and-repel loop (measured
-    on the prefetch attempt of issue 23: 1M epoch 0.81 -> 1.43 s)."""
+    flag: a branch inside it stops LLVM from vectorising the hash-and-repel loop (measured:
+    benchmarks/results/architecture_notes.md)."""
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1 = _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
@@ -108,7 +108,7 @@ def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_ind
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _umap_repel_nd(Y, F, i, k, weight, a, b, eps):
-    coef = weight * umap_repulsion_coeff(_sq_dist(Y, i, k), a, b, eps)
+    coef = weight * umap_repulsion_coeff(sq_dist(Y, i, Y, k, np.float32(0.0)), a, b, eps)
     for c in range(Y.shape[1]):
         F[i, c] += coef * (Y[i, c] - Y[k, c])
 
@@ -201,12 +201,21 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
 # ~120 edges per row the call is amortised (no gain on MNIST-70k), and inlining them made
 # the first run compile 2 s longer.
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
+def momentum_step_row(Y, Y_out, F, f_row, V, V_out, i, clip, lr, momentum):
+    """GDR's heavy-ball step of row ``i``: ``v ← μ·v + lr·clip(F[f_row], ±clip)``,
+    ``y_out ← y + v``, the velocity read from ``V`` and written to ``V_out`` (the same array
+    for one epoch; rotating buffers for the chunked epochs of
+    :mod:`unimap.optimizers.gdr_epochs_numba`)."""
     for c in range(Y.shape[1]):
-        g = min(max(F[i, c], -clip), clip)  # branch-free: a mispredicted clip costs more
+        g = min(max(F[f_row, c], -clip), clip)  # branch-free: a mispredicted clip costs more
         v = momentum * V[i, c] + lr * g
-        V[i, c] = v
+        V_out[i, c] = v
         Y_out[i, c] = Y[i, c] + v
+
+
+@numba.njit(inline="always", cache=True, fastmath=True)
+def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
+    momentum_step_row(Y, Y_out, F, i, V, V, i, clip, lr, momentum)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.optimizers.forces import RepulsionParams
+from unimap.optimizers.schedule import decayed_step
 from unimap.runtime.guards import TSNE_CAUSES, FiniteGuard
 
 __all__ = ["Phase", "MIN_GAIN", "MAX_STEP_NORM", "gradient_descent", "place_points"]
@@ -39,10 +40,9 @@ class Phase:
 
     def step_size(self, i: int) -> float:
         """The step at the phase's iteration ``i``."""
-        rate = self.learning_rate
         if self.decay:
-            rate *= 1.0 - i / self.n_iter
-        return rate
+            return decayed_step(self.learning_rate, i, self.n_iter)
+        return self.learning_rate
 
 
 def gradient_descent(

@@ -1,4 +1,11 @@
-"""Optimizers that move an embedding: UMAP's edge-sampled SGD (t-SNE and GDR add theirs)."""
+"""UMAP's optimizer: edge-sampled SGD with negative sampling, on the CPU or the GPU.
+
+Edges are sampled in proportion to their weight (``epochs_per_sample``), grouped into
+vertex-disjoint colour classes (``edge_classes``) so that threads never write the same point,
+which makes the result the same for any thread count. ``umap_sgd`` is the one entry point:
+it chooses the epoch kernel (2-D, 2-D with pooled negatives, n-D; rows for ``transform``) and
+the device (:mod:`unimap.optimizers.umap_sgd_cuda` for ``device="cuda"``).
+"""
 
 from __future__ import annotations
 
@@ -8,32 +15,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.optimizers import sampling
+from unimap.optimizers.schedule import linear_decay
 from unimap.runtime.ordering import in_input_order, locality_order, relabelled
 from unimap.runtime.threads import (
     PARALLEL_MIN_ROWS,
     AdaptiveThreads,
-    adaptive_threads,
-    epoch_threads,
     numba_threads,
-    spread_threads,
 )
 from unimap.runtime.validation import check_int
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "umap_sgd"]
-
-
-# UMAP's 2-D fit from this many points on (GDR's threshold, unimap.methods.gdr.
-# LOCALITY_MIN_ROWS): each block of EDGE_BLOCK edges draws its negative samples from a pool
-# of NEGATIVE_POOL points of the epoch's start, not each from all n. A sample's random read
-# of the embedding was most of an epoch's time; from a pool of 1 KB it is a cache hit.
-# Epochs of the 50-D mixture: 100k 0.081 -> 0.052 s, 1M 1.33 -> 0.60 s; MNIST-70k's SGD
-# 9.65 -> 6.5 s at the same quality (10-NN accuracy 0.9682 / 0.9691 against 0.9685 / 0.9683
-# for seeds 0 / 1, trustworthiness@15 0.955 / 0.957 against 0.954 / 0.955;
-# benchmarks/results/scale_umap.md). Below it every sample reads its own point, so results on
-# small data are those of earlier versions. The GPU's epochs (unimap.optimizers.umap_sgd_cuda) keep
-# the per-sample draws: its memory serves random reads.
-POOLED_NEGATIVES_MIN_ROWS = 50_000
-NEGATIVE_POOL = 128
 
 
 def prune_graph(graph: sp.csr_matrix, n_epochs: int,
@@ -113,7 +105,7 @@ def umap_sgd(
     negative_pool : int, optional
         Fitting in 2-D on the CPU: each block of edges draws its negative samples from a
         pool of this many points (0: every sample from all points). Default:
-        ``NEGATIVE_POOL`` from ``POOLED_NEGATIVES_MIN_ROWS`` rows on, else 0.
+        :func:`unimap.optimizers.sampling.default_negative_pool`.
 
     Returns
     -------
@@ -143,8 +135,7 @@ def umap_sgd(
     f32 = np.float32
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
     seed = np.uint64(seed)
-    # the step decays linearly to 0, one float32 per epoch
-    alphas = [f32(learning_rate * (1.0 - epoch / float(n_epochs))) for epoch in range(n_epochs)]
+    alphas = linear_decay(learning_rate, n_epochs)
     if device == "cuda" and tail is None:
         from unimap.optimizers.umap_sgd_cuda import umap_sgd_cuda
 
@@ -153,7 +144,7 @@ def umap_sgd(
         return emb if relabel is None else in_input_order(emb, relabel)
     snapshot = np.empty_like(emb)
     if negative_pool is None:
-        negative_pool = NEGATIVE_POOL if emb.shape[0] >= POOLED_NEGATIVES_MIN_ROWS else 0
+        negative_pool = sampling.default_negative_pool(emb.shape[0])
     if emb.shape[1] != 2:
         fit_epoch, pool_args = sgd_epoch_edges_nd, ()
     elif negative_pool > 0:
@@ -229,109 +220,3 @@ def edge_classes(indptr: np.ndarray, indices: np.ndarray, n_vertices: int):
 
     colors, n_colors = greedy_edge_coloring(indptr, indices, n_vertices)
     return edges_by_class(indptr, indices, colors, n_colors)
-
-
-FULL_BATCH_CLIP = 4.0  # per-coordinate clip of a point's summed force (UMAP's clip)
-
-
-def full_batch_umap(
-    init: np.ndarray,
-    edges: tuple,
-    transposed: tuple,
-    attraction_scale: float,
-    n_epochs: int,
-    a: float,
-    b: float,
-    seed: int,
-    learning_rate: float,
-    momentum: float,
-    n_negatives: float,
-    repulsion_weight: float,
-    guard: Any = None,
-    row_ids: np.ndarray | None = None,
-    device: str = "cpu",
-    negative_pool: int = 0,
-) -> np.ndarray:
-    """GDR's unnormalized optimizer: full-batch epochs of UMAP's forces over the CSR edges.
-
-    Every point sums its attractions and ``n_negatives`` uniform negative samples per edge,
-    each of weight ``repulsion_weight``, from the epoch's positions; the clipped sum moves it
-    by a heavy-ball step of size ``learning_rate``, decayed linearly to 0
-    (:func:`unimap.optimizers.gdr_numba.umap_epoch`). ``edges``, ``transposed`` and
-    ``attraction_scale`` are :func:`unimap.optimizers.forces.gdr_edge_arrays`'s. ``row_ids[r]`` is
-    the input row of row ``r`` when the points were relabelled (named in a guard's error).
-    ``device="cuda"`` runs the epochs on the GPU (:mod:`unimap.optimizers.gdr_cuda`, the same row
-    code). ``negative_pool`` > 0 draws 2-D negatives from per-block pools of that many points
-    (CPU only; :func:`unimap.optimizers.gdr_numba.umap_epoch`).
-
-    Returns
-    -------
-    embedding : ndarray of shape (n_samples, n_components), float32
-    """
-    from unimap.lowdim.similarity_numba import UMAP_EPS
-    from unimap.optimizers.gdr_numba import umap_epoch
-
-    f32 = np.float32
-    # the step size decays linearly to 0, one float32 per epoch
-    rates = [f32(learning_rate * (1.0 - epoch / n_epochs)) for epoch in range(n_epochs)]
-    if device == "cuda":
-        from unimap.optimizers.gdr_cuda import full_batch_umap_cuda
-
-        return full_batch_umap_cuda(init, edges, transposed, attraction_scale, n_epochs, a, b,
-                                    seed, rates, momentum, n_negatives, repulsion_weight,
-                                    FULL_BATCH_CLIP, guard, row_ids)
-    weight, scale = f32(repulsion_weight), f32(attraction_scale)
-    a, b = f32(a), f32(b)
-    if init.shape[1] == 2:  # epoch_buffers copies the start into float32 buffers itself
-        return _epochs_2d(init, edges, transposed, scale, n_negatives, weight, a, b, rates,
-                          f32(momentum), seed, guard, row_ids, negative_pool)
-    Y = np.array(init, dtype=np.float32, order="C")
-    Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
-    threads = adaptive_threads(Y.shape[0])
-    with threads.spread():
-        for epoch in range(n_epochs):
-            threads.start_epoch(epoch)
-            umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
-                       f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
-                       np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
-            threads.end_epoch()
-            Y, Y_next = Y_next, Y
-            if guard is not None:
-                guard.check(epoch, Y, row_ids, **{"the forces": F})
-    return Y
-
-
-# Epochs per call of the 2-D kernel: its threads wait for each other once per call (not once
-# per epoch), and the guard checks the embedding after each call.
-EPOCH_CHUNK = 10
-
-
-def _epochs_2d(init: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
-               n_negatives: float, weight: np.float32, a: np.float32, b: np.float32,
-               rates: list, momentum: np.float32, seed: int, guard: Any,
-               row_ids: np.ndarray | None, negative_pool: int) -> np.ndarray:
-    """:func:`full_batch_umap`'s 2-D epochs, ``EPOCH_CHUNK`` at a time in one parallel region
-    (:mod:`unimap.optimizers.gdr_epochs_numba`: an epoch does not wait for a descheduled thread).
-    Bitwise the epochs of :func:`unimap.optimizers.gdr_numba.umap_epoch`."""
-    from unimap.lowdim.similarity_numba import UMAP_EPS
-    from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
-    from unimap.optimizers.gdr_unnormalized_numba import pooled_sample_weight
-
-    f32 = np.float32
-    n, n_epochs = init.shape[0], len(rates)
-    n_threads = epoch_threads(n)
-    if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
-        weight = pooled_sample_weight(weight, n)
-    positions, velocities, forces = epoch_buffers(init)
-    step_sizes = np.asarray(rates, dtype=f32)
-    with numba_threads(n_threads), spread_threads(n_threads > 1):
-        for start in range(0, n_epochs, EPOCH_CHUNK):
-            stop = min(n_epochs, start + EPOCH_CHUNK)
-            umap_epochs_2d(positions, forces, velocities, *edges, *transposed, scale,
-                           n_negatives, weight, a, b, f32(UMAP_EPS), f32(FULL_BATCH_CLIP),
-                           step_sizes[start:stop], momentum, np.uint64(seed), np.int64(start),
-                           np.int64(n_threads), np.int64(negative_pool))
-            if guard is not None:
-                guard.check(stop - 1, positions[stop % 3], row_ids, since=start,
-                            **{"the forces": forces[(stop - 1) % 3]})
-    return positions[n_epochs % 3].copy()

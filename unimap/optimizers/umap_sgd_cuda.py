@@ -26,7 +26,13 @@ from unimap.runtime.common_cuda import (
 )
 from unimap.runtime.rng_numba import mix64
 
-__all__ = ["umap_sgd_cuda", "device_bytes"]
+__all__ = ["umap_sgd_cuda", "device_bytes", "supports"]
+
+
+def supports(n_components: int) -> bool:
+    """Whether these kernels run a fit: any dimension (a 2-D and an n-D edge kernel); the
+    placement of new points (``transform``) stays on the CPU."""
+    return n_components >= 1
 
 
 # Written out per dimension, not made by a factory, so that numba-cuda caches them on disk

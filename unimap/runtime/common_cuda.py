@@ -8,8 +8,8 @@ import math
 import numpy as np
 from numba import cuda
 
-from unimap.lowdim.fastpow_numba import floor32
 from unimap.runtime.device import simulated
+from unimap.runtime.floor_numba import floor32
 
 __all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
            "check_device_memory", "launch_cooperative", "rows_launch", "to_device"]
@@ -23,7 +23,7 @@ if not simulated():  # the simulator runs floor32's Python body
 
     @cuda_overload(floor32, inline="always")
     def _floor32_cuda(y):
-        """``floor32`` in CUDA kernels (see :mod:`unimap.lowdim.fastpow_numba`): math.floor, as
+        """``floor32`` in CUDA kernels (see :mod:`unimap.runtime.floor_numba`): math.floor, as
         CUDA's ufunc table lacks np.floor; equal to np.floor for |y| < 2**24."""
         return lambda y: np.float32(math.floor(y))
 

@@ -124,9 +124,8 @@ def spread_threads(when: bool = True) -> Iterator[ThreadSpread | None]:
     :func:`_spread_cpus`. Why: with another program on one of 2 cores, Linux often runs both
     of a fit's threads on the other core (3 runnable tasks on 2 cores look balanced to it
     either way), and the fit runs on one core. Pinned, the thread on the busy core runs at
-    about half speed and the dynamically claimed blocks give the other one more work (GDR's
-    MNIST-70k epochs with a competitor on core 0: 90th percentile 48 ms -> 24 to 32 ms,
-    median 24 ms either way; quiet 16.5-17 ms either way). The affinity does not change any
+    about half speed and the dynamically claimed blocks give the other one more work
+    (measured: benchmarks/results/architecture_notes.md). The affinity does not change any
     result.
     """
     import numba
@@ -181,15 +180,15 @@ class AdaptiveThreads:
       after the first ``warmup`` epochs (a median, so that one odd epoch is no reference);
     - a schedule, for load that was there from the start (then the reference itself is
       slow and the first trigger never fires): a probe ``probe_gap`` epochs after warmup,
-      the gap doubling after each losing probe (epochs 15, 75, 195, 435 on a quiet
-      machine: 4 of GDR's 500 epochs on one thread).
+      the gap doubling after each losing probe, so a quiet machine runs few epochs on one
+      thread.
 
     A probe that beats the mean of the last ``history`` threaded epochs by ``win_margin``
     (takes at most 0.9 of it) keeps one thread for ``period`` epochs (doubling, up to 8
     ``period``, while probes keep winning), after which threads are tried again. A change
     probe that loses means the work per epoch may have grown, so the reference is measured
     anew. The measurements behind these rules are in
-    ``docs/architecture.md``.
+    ``benchmarks/results/architecture_notes.md``.
     """
 
     def __init__(self, max_threads: int, period: int = 20, slow_factor: float = 1.5,
@@ -207,11 +206,9 @@ class AdaptiveThreads:
         self.confirm = min(confirm, window)
         # The epochs claim row blocks dynamically (unimap.runtime.dynamic_numba), so threads beat
         # one thread on a busy host too, on average; but a threaded epoch whose barrier waits
-        # for a preempted thread is slow, and such epochs come in runs (GDR, MNIST-70k, a
-        # competitor on one of 2 cores: 24 ms threaded, 36-48 ms in runs of up to 7, 32 ms on
-        # one thread). Compared with the median of the last 3, probes won during each run and
-        # 180 of 200 epochs ran on one thread (optimize 6.6 s, fixed threads 5.4 s): the probe
-        # now has to beat the mean of a longer history, by a margin.
+        # for a preempted thread is slow, and such epochs come in runs, which a short median
+        # mistakes for a slower machine. So a probe has to beat the mean of a longer history,
+        # by a margin (measured: benchmarks/results/architecture_notes.md).
         self.win_margin = win_margin
         self.history = max(history, window)
         self._history: list[float] = []

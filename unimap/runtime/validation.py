@@ -22,6 +22,12 @@ __all__ = [
 ]
 
 
+def is_dask_collection(X: Any) -> bool:
+    """Whether ``X`` is a dask object (array, DataFrame, ...), judged by the module of its
+    type, so that dask is not imported to ask."""
+    return type(X).__module__.split(".")[0] == "dask"
+
+
 def check_array(
     X: Any,
     name: str = "X",

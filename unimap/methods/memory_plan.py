@@ -1,0 +1,120 @@
+"""The memory model of a neighbour embedding's fit: each phase's peak from the data's shape.
+
+A fit runs its phases one after the other (neighbours, affinities, initialization,
+optimization). Each phase keeps some arrays for the later ones (the kNN graph, P) and
+allocates others only while it runs (exact kNN distance blocks, HNSW candidates, the
+symmetrization's temporaries, the FFT grid). The peak is the largest, over the phases, of
+what the earlier phases kept plus what the phase itself allocates.
+
+The sizes are counted from the arrays each step allocates; the per-edge constants of the
+steps whose temporaries are not counted one by one (symmetrization, spectral init, UMAP's
+epoch bookkeeping) are bytes per kNN edge (n x n_neighbors), measured per phase with
+``tracemalloc`` (``benchmarks/fit_memory.py``); faiss's allocations are outside
+``tracemalloc`` and come from the resident-set growth (measured:
+benchmarks/results/fit_memory.md). It lives with the methods because it knows every stage;
+:mod:`unimap.runtime.memory` checks its result.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from unimap.neighbors.hnsw import HNSW_PCA_DIM, hnsw_layout
+from unimap.optimizers.repulsion.fft import MAX_NODES_2D
+from unimap.runtime.memory import MemoryEstimate
+
+__all__ = ["MemoryProfile", "pipeline_estimate", "neighbors_bytes", "fft_grid_bytes",
+           "OPTIMIZER_BYTES"]
+
+# bytes per kNN edge (n * n_neighbors): (allocated while the phase runs, kept after it): the
+# measured peaks of the phase's numba kernels (affinity/symmetrize_numba.py) with 20% margin
+# (measured: benchmarks/results/architecture_notes.md).
+AFFINITY_BYTES = {"fuzzy": (44, 28), "perplexity": (48, 14)}
+SPECTRAL_INIT_BYTES = 40
+# The optimizers' own arrays, bytes per kNN edge, set from measured peaks so that the estimate
+# stays above them (measured: benchmarks/results/scale_umap.md, fit_memory.md).
+OPTIMIZER_BYTES = {"umap_sgd": 108, "gdr": 16, "gdr_normalized": 40, "tsne": 8}
+# faiss HNSW: vectors and level-0 links, with std::vector growth (from the resident-set growth)
+HNSW_LINK_BYTES = 2 * 16 * 4
+HNSW_GROWTH = 1.6
+EXACT_BLOCK_BYTES = 1 << 27  # unimap.neighbors.exact._CHUNK_BYTES; two blocks live at once
+
+class MemoryProfile(NamedTuple):
+    """What a method's own steps allocate (its ``_memory_profile``), for
+    :func:`pipeline_estimate`."""
+
+    affinity: str  # a key of AFFINITY_BYTES
+    optimizer_bytes: int  # the optimizer's own arrays
+    k_parameter: str  # the parameter that sets the number of neighbours
+    optimizer_advice: str = ""  # what lowers the optimizer's memory, if not k_parameter
+
+
+def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
+                      sparse_input: bool, spectral_init: bool,
+                      profile: MemoryProfile) -> MemoryEstimate:
+    """The phases' peaks of a neighbour embedding's fit (neighbours → affinities → init →
+    optimize) on n points of d features, k kNN columns, ``width`` output dimensions, with the
+    kNN backend ``knn`` (``"precomputed"``: a given graph) and the method's ``profile``."""
+    smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
+    estimate = MemoryEstimate()
+    dense = n * d * 4 if sparse_input else 0  # the search runs on a dense copy
+    if knn == "precomputed":
+        knn_peak = knn_kept = n * k * 8
+    else:
+        knn_peak, knn_kept = neighbors_bytes(knn, n, d, k, metric)
+    estimate.phases["neighbors"] = dense + knn_peak
+    estimate.advice["neighbors"] = (
+        "pass the kNN graph (precomputed_knn) instead of an n x n matrix"
+        if metric == "precomputed" else
+        "knn_method='hnsw'" if knn == "exact" else
+        f"fewer features (PCA first) or {smaller_k}")
+    edges = n * k
+    affinity_peak, affinity_kept = AFFINITY_BYTES[profile.affinity]
+    estimate.phases["affinities"] = knn_kept + edges * affinity_peak
+    estimate.advice["affinities"] = smaller_k
+    kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
+    spectral = edges * SPECTRAL_INIT_BYTES if spectral_init else 0
+    estimate.phases["init"] = kept + spectral
+    estimate.advice["init"] = "init='pca'" if spectral else smaller_k
+    estimate.phases["optimize"] = kept + profile.optimizer_bytes
+    estimate.advice["optimize"] = profile.optimizer_advice or smaller_k
+    return estimate
+
+
+def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[int, int]:
+    """(peak while the kNN graph is built, kept afterwards) for ``NeighborIndex`` method
+    ``method`` on n points of d features and k columns (the point itself included).
+
+    Kept: the graph (int32 indices, float32 distances) and the index ``transform`` reuses.
+    """
+    graph = n * k * 8
+    if metric == "precomputed":  # rows of the (validated, float32) n x n matrix: top k each
+        return graph * 3, graph
+    copy = n * d * 4 if metric in ("cosine", "correlation") else 0  # normalised rows
+    if method == "exact":
+        block = min(EXACT_BLOCK_BYTES, n * n * 4)
+        return copy + 2 * block + graph * 3, copy + graph
+    if method == "hnsw":
+        p = min(d, HNSW_PCA_DIM)
+        index = int(n * (4 * p + HNSW_LINK_BYTES) * HNSW_GROWTH)
+        ordered = n * p * 4  # the projection in Morton order, kept for the graph's search
+        projection = n * (d + p) * 4 if d > HNSW_PCA_DIM else 0  # centred copy while projecting
+        layout = hnsw_layout(n)
+        parts = layout.n_parts
+        cand = layout.candidates_per_part(k, self_join=True)
+        reverse = parts * cand * 4 if k <= layout.self_candidates else 0
+        search = n * (parts * cand * 8 + cand * 4 + reverse + 24 * k)
+        kept = copy + index + ordered + graph
+        return kept + max(projection, search), kept
+    # nndescent: pynndescent's float32 copy, its forest and heaps (~3 arrays of n x k, 8 B)
+    kept = copy + n * d * 4 + graph
+    return kept + n * k * 24 * 3, kept
+
+
+def fft_grid_bytes(n: int) -> int:
+    """The 2-D FFT workspace of t-SNE's interpolation
+    (``unimap.optimizers.repulsion.fft._convolve_2d``): 224 bytes per node squared. The grid
+    follows the embedding's span, which is not known before the fit; t-SNE spans grow about
+    like sqrt(n), and the grid is capped at ``MAX_NODES_2D``."""
+    nodes = min(MAX_NODES_2D, 3 * max(50, int(0.75 * n**0.5) + 1))
+    return 224 * nodes * nodes
