@@ -5,7 +5,7 @@ points of the issue-23 mixture (30 Gaussians in 50-D). Its clusters hold n / 30 
 and inside one isotropic 50-D Gaussian the nearest neighbours are barely nearer than the rest
 (distance concentration): an approximate search finds near neighbours, not the nearest. This
 script measures that alone: one standard Gaussian in 50-D with as many points as one cluster
-of the mixture at 1M, 3M and 10M (and one shard of ``unimap.dask.transform.knn_graph``), the default
+of the mixture at 1M, 3M and 10M (and one shard of ``unimap.dask.knn_graph``), the default
 in-memory graph (``unimap.neighbors.graph.nearest_neighbors``) against pynndescent with umap-learn's
 settings, both scored on the same sampled rows against the exact neighbours:
 

@@ -77,7 +77,7 @@ def fuzzy_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity.joint import membership_weights, smooth_knn_dist
+    from unimap.affinity.fuzzy import membership_weights, smooth_knn_dist
     from unimap.optimizers.umap_sgd import prune_graph, umap_sgd
 
     idx, dist = index.query(X, n_neighbors)
@@ -122,7 +122,7 @@ def perplexity_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity.joint import conditional_probabilities, perplexity_neighbors
+    from unimap.affinity.perplexity import conditional_probabilities, perplexity_neighbors
     from unimap.optimizers.gradient_descent import place_points
 
     n_train = reference.shape[0]

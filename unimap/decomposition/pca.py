@@ -101,10 +101,10 @@ def project(X: np.ndarray, fit: PCAFit, whiten: bool = False,
 
     ``row_exact``: each row's coordinates are computed on their own (einsum's loop), so any
     block of rows gives the bits the whole array gives, as the estimators promise for Dask
-    blocks; BLAS's product splits the rows over threads and tiles by the array's size (on
-    an AVX-512 Xeon, 7 of 686 coordinates of a 797-row array differed from its 200-row
-    blocks' in the last bit). Faster than BLAS for a few components (70,000 x 784 onto 2:
-    0.02 against 0.03 s), 6x slower for 50, so the kNN's candidate projection keeps BLAS."""
+    blocks; BLAS's product splits the rows over threads and tiles by the array's size, so its
+    last bits depend on the block. The loop is as fast as BLAS for a few components but much
+    slower for many, so the kNN's candidate projection keeps BLAS (measured:
+    benchmarks/results/architecture_notes.md)."""
     if row_exact:
         out = np.einsum("ij,kj->ik", X, fit.components) - (fit.mean @ fit.components.T)
     else:

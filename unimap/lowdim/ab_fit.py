@@ -34,9 +34,8 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     if min_dist > spread:
         raise ValueError(f"min_dist must be at most spread ({spread}), got {min_dist}")
     # Fitted in units of spread, then scaled back: the same least-squares problem (x = s·t
-    # gives a = a_t / s^(2b)), but the start (1, 1) stays near the answer for any spread.
-    # In raw units the fit (umap-learn's too) diverged to b < 0 for spread = 0.05 or
-    # min_dist = spread = 20.
+    # gives a = a_t / s^(2b)), but the start (1, 1) stays near the answer for any spread; in
+    # raw units the fit (umap-learn's too) can diverge to b < 0 for very small or large spreads.
     t = np.linspace(0, 3, 300)
     relative_min = min_dist / spread
     y = np.where(t < relative_min, 1.0, np.exp(-(t - relative_min)))
@@ -50,8 +49,9 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
 
 def _levenberg_marquardt(x: np.ndarray, y: np.ndarray, max_iter: int = 200) -> np.ndarray:
     """Least-squares ``a, b`` of ``1/(1 + a x^(2b))`` from the start (1, 1), as
-    ``scipy.optimize.curve_fit`` does, without importing scipy.optimize (0.24 s of every
-    fit's start-up). Two parameters: a damped Gauss-Newton step with the analytic Jacobian."""
+    ``scipy.optimize.curve_fit`` does, without importing scipy.optimize, whose import would
+    add to every fit's start-up (measured: benchmarks/results/architecture_notes.md). Two
+    parameters: a damped Gauss-Newton step with the analytic Jacobian."""
     positive = x > 0
     log_x = np.zeros_like(x)
     log_x[positive] = np.log(x[positive])

@@ -5,9 +5,10 @@ dependency).
 Static plots read well at any size. Up to :data:`DENSITY_THRESHOLD` points they are scatter plots
 whose marker size and opacity shrink with the number of points; above it the points are
 aggregated per pixel (a 2-D histogram; the colour of a pixel is the mean colour of its points,
-its opacity grows with the log of their number) and drawn as one image, so a million points
-render in about a second and a PDF or SVG stays small. Points layers are always rasterized in
-vector formats.
+its opacity grows with the log of their number) and drawn as one image, so the drawing cost
+follows the pixels rather than the points and a PDF or SVG stays small (measured:
+benchmarks/results/architecture_notes.md). Points layers are always rasterized in vector
+formats.
 """
 
 from __future__ import annotations
