@@ -11,7 +11,7 @@ with row i of Aᵀ, counted first, then written into arrays of the exact size: G
 affinities phase (with the calibration of σ and ρ) 1.6 s at 1M on 2 threads, 0.6 GB fresh.
 
 Every value is computed with the operations, in the order and dtype, that scipy used, so
-that the matrices are bitwise the same (``tests/test_symmetrize.py`` keeps scipy's code as
+that the matrices are bitwise the same (``tests/affinity/test_symmetrize.py`` keeps scipy's code as
 the oracle).
 """
 

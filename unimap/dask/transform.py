@@ -9,7 +9,7 @@ its type).
   shape (m, n_components), float32, chunked by rows like ``X``. Each block is placed on a
   worker by the estimator's own ``transform`` (:meth:`_transform`), and a new point is placed
   on its own against the fixed embedding, so a block's rows land where the NumPy
-  ``transform`` of that block puts them, bitwise (``tests/test_dask.py``).
+  ``transform`` of that block puts them, bitwise (``tests/dask/test_dask.py``).
 - The model goes to the cluster once: a light copy (without ``graph_``, ``knn_indices_`` and
   ``knn_dists_``, which ``transform`` does not read) is one node of the graph
   (``dask.delayed``), or, when a ``distributed.Client`` is current, scattered to the cluster;

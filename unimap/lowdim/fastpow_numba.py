@@ -4,7 +4,7 @@
 evaluate it for every sample (measured: benchmarks/results/architecture_notes.md). This
 version splits the float into exponent and mantissa, evaluates polynomials for log2 of the
 mantissa and for 2^frac, and rebuilds the float: ~15 flops, no branch. Its relative error is
-below 5e-5 for x in [1e-8, 1e6] (tested: ``tests/test_kernels.py``), far below the noise of
+below 5e-5 for x in [1e-8, 1e6] (tested: ``tests/lowdim/test_kernels.py``), far below the noise of
 stochastic gradient steps.
 
 The kernels that call it also compile for CUDA (the ``*_cuda.py`` modules): its one

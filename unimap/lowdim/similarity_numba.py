@@ -28,7 +28,8 @@ The metrics evaluate ``a u^b`` in float64 with the exact power (:func:`ab_term`)
 UMAP's SGD evaluates the two coefficients in an order of its own (``u^b / u`` for
 ``u^(b−1)``, the floor added inside the power, γ folded in): :func:`sgd_attraction_coeff` and
 :func:`sgd_repulsion_coeff`. Merging them with GDR's forms would move the bits of every seeded
-UMAP embedding (``tests/test_reference_embeddings.py``), so both orders are kept, side by side.
+UMAP embedding (``tests/methods/test_reference_embeddings.py``), so both orders are kept, side by
+side.
 
 All functions are ``inline="always"``: numba inlines their IR into the caller, which compiles
 them with its own types and ``fastmath`` flags, so every caller keeps its exact arithmetic.

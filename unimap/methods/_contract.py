@@ -18,7 +18,7 @@ already in use (its tags, its global ``set_output`` config, its ``NotFittedError
 - ``__sklearn_tags__`` and ``__sklearn_is_fitted__``.
 
 ``clone``, ``Pipeline``, ``GridSearchCV`` and ``check_estimator`` work on it (tested in
-``tests/test_sklearn_compat.py``).
+``tests/methods/test_sklearn_compat.py``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The merge and the self-first order replace numpy's row-wise stable ``argsort`` +
 ``take_along_axis``, which sort what is already sorted and write two temporaries per call: at
 1M points these took 2 s of the kNN graph's 38 (``benchmarks/results/scale_gdr.md``). The
 results are the same, entry for entry, as the numpy forms they replace
-(``tests/test_knn_rows.py`` keeps those as the oracle, and a plain loop for the reverse
+(``tests/neighbors/test_knn_rows.py`` keeps those as the oracle, and a plain loop for the reverse
 pairs).
 """
 

@@ -157,7 +157,7 @@ def test_fit_sample_transform_is_deterministic_and_places_well(digits, client):
     """Fit GDR on a seeded uniform sample of all 1797 digits, place every row through the
     cluster. The same seed gives the same sample and placement, another seed another sample.
     The placed points' 10-NN accuracy on the digit labels is above 0.9: GDR's own embedding
-    of the digits scores about 0.97 (tests/test_gdr.py), a random 2-D layout 0.1."""
+    of the digits scores about 0.97 (tests/methods/test_gdr.py), a random 2-D layout 0.1."""
     X = np.concatenate([digits[0], digits[1]])
     labels = np.concatenate([digits[2], digits[3]])
     X_dask = da.from_array(X, chunks=(400, -1))

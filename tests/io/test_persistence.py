@@ -2,7 +2,7 @@
 
 The version-1 fixtures in ``tests/data`` (``model_v1_*``) were written once by the unimap that
 introduced the format; later versions must keep loading them. ``python
-tests/test_persistence.py`` writes them: do not rerun it to "update" them (that would defeat
+tests/io/test_persistence.py`` writes them: do not rerun it to "update" them (that would defeat
 the test); a new format version gets new fixtures beside the old ones.
 """
 
@@ -27,7 +27,7 @@ import unimap
 from unimap import GDR, PCA, TSNE, UMAP
 from unimap.io.persistence import FORMAT_VERSION
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 N_FIT, N_NEW = 250, 20
 
 

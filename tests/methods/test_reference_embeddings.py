@@ -2,7 +2,7 @@
 
 ``tests/data/reference_embeddings.npz`` holds, for each case below, the embedding of 400
 digits and the transform of 40 held-out digits as computed by the code at the time the file
-was written (``python tests/test_reference_embeddings.py`` rewrites it; say so in the commit
+was written (``python tests/methods/test_reference_embeddings.py`` rewrites it; say so in the commit
 when a change is meant to move bits). Floating-point results depend on the CPU (numba compiles
 for the host, BLAS picks its kernels by CPU), so the check has two levels:
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REFERENCE = Path(__file__).parent / "data" / "reference_embeddings.npz"
+REFERENCE = Path(__file__).parents[1] / "data" / "reference_embeddings.npz"
 N_FIT, N_NEW = 400, 40
 
 

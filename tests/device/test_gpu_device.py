@@ -3,7 +3,7 @@
 On MNIST-70k: the same seed gives bitwise the same embedding run after run on the GPU, and
 the GPU embedding matches the CPU one in quality, 10-NN accuracy and trustworthiness within
 0.005 (the issue's tolerance). Run on the device machine with
-``python -m pytest -m gpu tests/test_gpu_device.py`` after ``pip install -e ".[gpu,test]"``.
+``python -m pytest -m gpu tests/device/test_gpu_device.py`` after ``pip install -e ".[gpu,test]"``.
 """
 
 from __future__ import annotations
