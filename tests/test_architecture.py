@@ -202,3 +202,69 @@ def test_layer_check_catches_an_upward_import(tmp_path, doc_text):
     found = layer_violations(doc_text, tmp_path)
     assert found == ["unimap.runtime.threads -> unimap.methods.umap (at module level): "
                      f"floor 0 imports floor {floors(doc_text)['methods']}"]
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """Cycles among the modules of ``root/unimap`` (every import, in functions too; ``from p
+    import m`` of a submodule ``m`` counts as an import of ``p.m``; a module's import of its
+    own package does not count, since Python initialises the package first)."""
+    package = root / "unimap"
+    modules = set()
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        modules.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+
+    def counts(module, target):  # a package is initialised before its submodules anyway
+        return target in modules and not (module + ".").startswith(target + ".")
+
+    for module, target, _ in package_imports(root):
+        if counts(module, target):
+            graph[module].add(target)
+    for module, names in _from_imports(root):
+        graph[module] |= {name for name in names if counts(module, name)}
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def _from_imports(root: Path) -> list[tuple[str, list[str]]]:
+    """``(module, [p.m for each name m of 'from p import m, ...'])`` of every module."""
+    import ast
+
+    found = []
+    for path in sorted((root / "unimap").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("unimap"):
+                found.append((module, [f"{node.module}.{a.name}" for a in node.names]))
+    return found
+
+
+def test_no_import_cycles():
+    cycles = import_cycles(ROOT)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_cycle_check_finds_a_cycle(tmp_path):
+    package = tmp_path / "unimap" / "affinity"
+    package.mkdir(parents=True)
+    (package / "fuzzy.py").write_text("def f():\n    from unimap.affinity.joint import g\n")
+    (package / "joint.py").write_text("from unimap.affinity import fuzzy\n")
+    assert import_cycles(tmp_path) == [["unimap.affinity.fuzzy", "unimap.affinity.joint",
+                                        "unimap.affinity.fuzzy"]]

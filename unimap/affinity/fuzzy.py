@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.joint import _DirectedRows
+from unimap.affinity.directed import DirectedRows
 from unimap.runtime.validation import check_float
 
 __all__ = ["smooth_knn_dist", "membership_weights", "fuzzy_union", "fuzzy_simplicial_set"]
@@ -74,7 +74,7 @@ def fuzzy_union(directed: sp.csr_matrix, set_op_mix_ratio: float = 1.0) -> sp.cs
     """
     from unimap.affinity.symmetrize_numba import UNION
 
-    rows = _DirectedRows.of_csr(directed)
+    rows = DirectedRows.of_csr(directed)
     return rows.combined(UNION, drop_self=False, compute=rows.data.dtype,
                          mix=set_op_mix_ratio)
 
@@ -109,7 +109,7 @@ def fuzzy_simplicial_set(
     n = indices.shape[0] if n_samples is None else n_samples
     k = indices.shape[1]
     sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
-    directed = _DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
+    directed = DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
     graph = directed.combined(UNION, drop_self=False, compute=np.float32,
                               mix=set_op_mix_ratio)
     return graph, sigmas, rhos

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.joint import _DirectedRows
+from unimap.affinity.directed import DirectedRows
 from unimap.runtime.validation import check_float
 
 __all__ = ["effective_perplexity", "perplexity_neighbors", "conditional_probabilities",
@@ -78,7 +78,7 @@ def symmetrize_tsne(conditional: sp.csr_matrix) -> sp.csr_matrix:
     sum to 1). Returned as float32 CSR with sorted indices."""
     from unimap.affinity.symmetrize_numba import MEAN
 
-    rows = _DirectedRows.of_csr(conditional)
+    rows = DirectedRows.of_csr(conditional)
     return rows.combined(MEAN, drop_self=False, compute=rows.data.dtype,
                          divisor=2.0 * conditional.shape[0])
 
@@ -110,5 +110,5 @@ def perplexity_affinities(
         raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
     n = indices.shape[0] if n_samples is None else n_samples
     probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
-    directed = _DirectedRows(indices[:, 1:], probabilities, n)
+    directed = DirectedRows(indices[:, 1:], probabilities, n)
     return directed.combined(MEAN, drop_self=False, divisor=2.0 * n), sigmas

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.initialization.random_layout import random_init
+from unimap.initialization.spectral import spectral_init
 from unimap.runtime.random_streams import spawn_seeds
 from unimap.runtime.validation import check_array
 
 __all__ = [
     "initialize",
     "pca_init",
-    "random_init",
     "array_init",
     "rescale_to_box",
     "rescale_to_std",
@@ -62,9 +63,6 @@ def initialize(
     info : dict
         ``{"method": ..., "fallback": str | None}`` (spectral adds ``n_graph_components``).
     """
-    # imported here, not at the top: the spectral module imports random_init from here
-    from unimap.initialization.spectral import spectral_init
-
     n = graph.shape[0]
     if not isinstance(init, str):
         return array_init(init, n, n_components), {"method": "array", "fallback": None}
@@ -111,17 +109,6 @@ def pca_init(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
                          size=(X.shape[0], n_components - k))
         proj = np.hstack([proj, pad.astype(np.float32)])
     return proj
-
-
-def random_init(n_samples: int, n_components: int, seed: int, scale: float = 10.0,
-                distribution: str = "uniform") -> np.ndarray:
-    """Uniform in ``[-scale, scale]`` (UMAP) or normal with std ``scale`` (t-SNE)."""
-    rng = np.random.default_rng(seed)
-    if distribution == "uniform":
-        Y = rng.uniform(-scale, scale, size=(n_samples, n_components))
-    else:
-        Y = rng.normal(scale=scale, size=(n_samples, n_components))
-    return Y.astype(np.float32)
 
 
 def array_init(init: Any, n_samples: int, n_components: int) -> np.ndarray:

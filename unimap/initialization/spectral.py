@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.initialization.layouts import random_init
+from unimap.initialization.random_layout import random_init
 from unimap.runtime.ordering import relabelled
 from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
 

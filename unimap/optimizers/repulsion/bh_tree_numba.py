@@ -1,5 +1,4 @@
-"""Barnes-Hut tree for t-SNE's repulsion (:mod:`unimap.optimizers.repulsion.barnes_hut_numba`): its
-build, in numba.
+"""Barnes-Hut tree for t-SNE's repulsion (:mod:`.barnes_hut_numba`): its build, in numba.
 
 The tree is a *compressed* space-partitioning tree (2-D quadtree / 3-D octree) over a copy of
 the points reordered so that every node owns a contiguous range ``[start, end)`` of them:
@@ -23,9 +22,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# Most points in a leaf that does not hold coinciding points. At n = 70,000 (2-D, theta 0.5,
-# one thread) 8 against 1: build 3.3 ms against 11 ms, traversal 84 ms against 108 ms; larger
-# leaves gain little more with dof = 1 and lose with dof != 1 (a power per exact pair).
+# Most points in a leaf that does not hold coinciding points: larger leaves build and walk
+# faster, up to a power per exact pair with dof != 1 (measured:
+# benchmarks/results/architecture_notes.md).
 LEAF_SIZE = 8
 MAX_LEVEL = 128  # most halvings of the root cell (then a leaf holds the points whatever they are)
 CODE_BITS = (0, 0, 31, 21)  # Morton code bits per coordinate, by dimension (62 and 63 in all)
@@ -290,13 +289,11 @@ def _lower_bound(values, lo, hi, key):
 
 @numba.njit(cache=True)
 def _split_geometric(points, order, s, e, c, h, level, bounds, buf_points, buf_order):
-    """Split ``[s, e)`` by coordinates, for points the Morton codes cannot tell apart.
-
-    Shrinks cell ``(c, h)`` (``c`` in place) to the smallest sub-cell holding the points'
-    bounding box and scatters them into its children, writing the child ranges to
-    ``bounds``. Returns the new level and half-width; level ``MAX_LEVEL`` means a leaf (with
-    ``h = 0`` when all the points coincide).
-    """
+    """Split ``[s, e)`` by coordinates, for points the Morton codes cannot tell apart:
+    shrink cell ``(c, h)`` (``c`` in place) to the smallest sub-cell holding the points'
+    bounding box and scatter them into its children, writing the child ranges to ``bounds``.
+    Returns the new level and half-width; level ``MAX_LEVEL`` means a leaf (with ``h = 0``
+    when all the points coincide)."""
     dim = points.shape[1]
     n_child = 1 << dim
     lo = np.empty(dim)
@@ -358,10 +355,8 @@ def _child_of(points, q, c):
 @numba.njit(inline="always", cache=True)
 def _shrink_cell(c, h, level, lo, hi):
     """Descend from cell ``(c, h)`` while the bounding box ``[lo, hi]`` lies in one child.
-
     Updates ``c`` in place; returns the new level and half-width. Stops at ``MAX_LEVEL`` (the
-    caller then makes a leaf), which also bounds the loop whatever the rounding of ``c``.
-    """
+    caller then makes a leaf), which also bounds the loop whatever the rounding of ``c``."""
     while level < MAX_LEVEL:
         for a in range(c.shape[0]):
             if lo[a] < c[a] <= hi[a]:
