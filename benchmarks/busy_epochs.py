@@ -61,6 +61,7 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
               device="cpu", negative_pool=0):
     """The 2-D optimizer before the chunked kernel: a ``prange`` (and its join) per epoch."""
     from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
     from unimap.optimizers.gdr_full_batch import FULL_BATCH_CLIP
     from unimap.optimizers.gdr_numba import umap_epoch
     from unimap.runtime.threads import adaptive_threads
@@ -73,10 +74,11 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
     with threads.spread():
         for epoch in range(n_epochs):
             threads.start_epoch(epoch)
-            umap_epoch(Y, Y_next, F, V, *edges, *transposed, f32(attraction_scale),
-                       n_negatives, f32(repulsion_weight), f32(a), f32(b), f32(UMAP_EPS),
-                       f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum), np.uint64(seed),
-                       np.int64(epoch), False, negative_pool=negative_pool)
+            umap_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*transposed),
+                       UMAPForces(f32(attraction_scale), n_negatives, f32(repulsion_weight),
+                                  f32(a), f32(b), f32(UMAP_EPS)),
+                       HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum)), rates[epoch],
+                       np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
             threads.end_epoch()
             Y, Y_next = Y_next, Y
     return Y

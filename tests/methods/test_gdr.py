@@ -18,7 +18,13 @@ from sklearn.exceptions import NotFittedError
 
 from unimap import GDR
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
-from unimap.optimizers.gdr_common_numba import n_samples_of_row
+from unimap.optimizers.gdr_common_numba import (
+    CSR,
+    HeavyBall,
+    TransposedCSR,
+    UMAPForces,
+    n_samples_of_row,
+)
 from unimap.optimizers.gdr_normalized_numba import tsne_forces
 from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
 
@@ -65,9 +71,10 @@ def _umap_forces(Y, P, a, b, m, rep_weight, symmetric_attraction, exhaustive, ep
     Yf = np.ascontiguousarray(Y, dtype=np.float32)
     F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
     transposed = _transpose(P) if symmetric_attraction else EMPTY
-    umap_epoch(Yf, Y_out, F, V, *_csr(P), *transposed, f32(1.0), float(m), f32(rep_weight),
-               f32(a), f32(b), f32(eps), f32(1e9), f32(1.0), f32(0.0), np.uint64(3),
-               np.int64(epoch), exhaustive)
+    umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
+               UMAPForces(f32(1.0), float(m), f32(rep_weight), f32(a), f32(b), f32(eps)),
+               HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
+               exhaustive)
     return F.astype(np.float64), Y_out
 
 
@@ -107,9 +114,9 @@ def test_symmetric_attraction_with_symmetric_p_is_twice_the_row_pull():
     out = []
     for scale, transposed in [(2.0, EMPTY), (1.0, _transpose(P))]:
         F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
-        umap_epoch(Yf, Y_out, F, V, *_csr(P), *transposed, f32(scale), 1.0, f32(0.3),
-                   f32(1.5), f32(0.9), f32(1e-3), f32(4.0), f32(1.0), f32(0.0), np.uint64(0),
-                   np.int64(0), False)
+        umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
+                   UMAPForces(f32(scale), 1.0, f32(0.3), f32(1.5), f32(0.9), f32(1e-3)),
+                   HeavyBall(f32(4.0), f32(0.0)), f32(1.0), np.uint64(0), np.int64(0), False)
         out.append(F.copy())
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
 
@@ -582,6 +589,7 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
+from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
 from unimap.optimizers.gdr_normalized_numba import tsne_forces
 from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
 
@@ -601,8 +609,9 @@ for shared, m in [(True, 4.0), (False, 1.0)]:
                     f32(b), np.uint64(0), np.int64(3), False, shared)
         out[f"tsne_{shared}_{b}"] = np.concatenate([A.ravel(), R.ravel(), z])
 F, Y_out, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
-umap_epoch(Y, Y_out, F, V, *csr, *empty, f32(1), 1.0, f32(0.1), f32(1.577), f32(0.895),
-           f32(1e-3), f32(4), f32(1), f32(0.5), np.uint64(0), np.int64(3), False)
+umap_epoch(Y, Y_out, F, V, CSR(*csr), TransposedCSR(*empty),
+           UMAPForces(f32(1), 1.0, f32(0.1), f32(1.577), f32(0.895), f32(1e-3)),
+           HeavyBall(f32(4), f32(0.5)), f32(1), np.uint64(0), np.int64(3), False)
 out["umap"] = np.concatenate([F.ravel(), Y_out.ravel()])
 np.savez(sys.argv[1], **out)
 """
@@ -637,9 +646,10 @@ def test_first_and_cached_runs_agree(tmp_path):
 def _pooled_forces(Y, P, rep_weight, epoch, pool, n_workers=None, exhaustive=False):
     Yf = np.ascontiguousarray(Y, dtype=np.float32)
     F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
-    umap_epoch(Yf, Y_out, F, V, *_csr(P), *EMPTY, f32(2.0), 2.0, f32(rep_weight), f32(1.577),
-               f32(0.895), f32(1e-3), f32(1e9), f32(1.0), f32(0.0), np.uint64(3),
-               np.int64(epoch), exhaustive, n_workers=n_workers, negative_pool=pool)
+    umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*EMPTY),
+               UMAPForces(f32(2.0), 2.0, f32(rep_weight), f32(1.577), f32(0.895), f32(1e-3)),
+               HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
+               exhaustive, n_workers=n_workers, negative_pool=pool)
     return F.astype(np.float64)
 
 

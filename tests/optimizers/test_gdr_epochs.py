@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
 from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
 from unimap.optimizers.gdr_numba import umap_epoch
 from unimap.runtime.threads import numba_threads
@@ -43,8 +44,9 @@ def _per_epoch(edges, init, rates, pool):
     Y, V = init.copy(), np.zeros_like(init)
     Y_next, F = np.empty_like(Y), np.empty_like(Y)
     for epoch, rate in enumerate(rates):
-        umap_epoch(Y, Y_next, F, V, *edges, *empty, *ARGS, rate, f32(0.5), np.uint64(3),
-                   np.int64(epoch), False, negative_pool=pool)
+        umap_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*empty), UMAPForces(*ARGS[:6]),
+                   HeavyBall(ARGS[6], f32(0.5)), rate, np.uint64(3), np.int64(epoch), False,
+                   negative_pool=pool)
         Y, Y_next = Y_next, Y
     return Y
 
@@ -55,9 +57,10 @@ def _chunked(edges, init, rates, pool, workers, chunk):
     weight = ARGS[2] if pool == 0 else f32(ARGS[2] * f32(n / (n - 1)))
     Y, V, F = epoch_buffers(init)
     for start in range(0, len(rates), chunk):
-        umap_epochs_2d(Y, F, V, *edges, *empty, ARGS[0], ARGS[1], weight, *ARGS[3:],
-                       rates[start:start + chunk], f32(0.5), np.uint64(3), np.int64(start),
-                       np.int64(workers), np.int64(pool))
+        umap_epochs_2d(Y, F, V, CSR(*edges), TransposedCSR(*empty),
+                       UMAPForces(ARGS[0], ARGS[1], weight, *ARGS[3:6]),
+                       HeavyBall(ARGS[6], f32(0.5)), rates[start:start + chunk], np.uint64(3),
+                       np.int64(start), np.int64(workers), np.int64(pool))
     return Y[len(rates) % 3]
 
 
@@ -89,3 +92,20 @@ def test_bitwise_with_more_threads_than_cores():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.stdout.strip().endswith("same"), out.stdout[-500:] + out.stderr[-2000:]
+
+
+def test_a_swapped_argument_group_does_not_compile(problem):
+    # The kernels read their argument groups by name: P and Pᵀ, or the forces' parameters
+    # and the step's, passed in each other's place fail to compile instead of running.
+    from numba.core.errors import TypingError
+
+    edges, init = problem
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+    Y, V = init.copy(), np.zeros_like(init)
+    Y_next, F = np.empty_like(Y), np.empty_like(Y)
+    forces, step = UMAPForces(*ARGS[:6]), HeavyBall(ARGS[6], f32(0.5))
+    swaps = [(TransposedCSR(*empty), CSR(*edges), forces, step),
+             (CSR(*edges), TransposedCSR(*empty), step, forces)]
+    for args in swaps:
+        with pytest.raises(TypingError):
+            umap_epoch(Y, Y_next, F, V, *args, f32(0.1), np.uint64(3), np.int64(0), False)

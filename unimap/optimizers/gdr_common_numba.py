@@ -6,12 +6,53 @@ The layout of the samples and why their estimates are unbiased: :mod:`unimap.opt
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from unimap.lowdim.similarity_numba import ab_kernel, umap_attraction_coeff
 from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.rng_numba import bounded, hash_combine
+
+
+class CSR(NamedTuple):
+    """P's CSR arrays as the epoch kernels take them: int64 row pointers, int32 columns,
+    float32 values. The kernels read them by name, so a group passed in another's place
+    does not compile."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+
+
+class TransposedCSR(NamedTuple):
+    """Pᵀ's CSR arrays (symmetric attraction; empty arrays skip that pass), named apart from
+    :class:`CSR` so that P and Pᵀ cannot be swapped."""
+
+    t_indptr: np.ndarray
+    t_indices: np.ndarray
+    t_data: np.ndarray
+
+
+class UMAPForces(NamedTuple):
+    """The parameters of GDR's unnormalized forces (:mod:`unimap.optimizers.gdr_numba`):
+    the row attraction's factor, negative samples per edge (float64), one sample's weight,
+    the kernel's a, b and the repulsion's ε (float32)."""
+
+    attr_scale: np.float32
+    n_negatives: float
+    rep_weight: np.float32
+    a: np.float32
+    b: np.float32
+    eps: np.float32
+
+
+class HeavyBall(NamedTuple):
+    """The momentum step's per-coordinate clip of the force and its momentum (float32)."""
+
+    clip: np.float32
+    momentum: np.float32
 
 
 @numba.njit(inline="always", cache=True)

@@ -84,9 +84,8 @@ def _others_caught_up(state, worker, n_workers, epoch):
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def umap_epochs_2d(Y, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
-                   n_negatives, rep_weight, a, b, eps, clip, rates, momentum, seed,
-                   first_epoch, n_workers, n_pool):
+def umap_epochs_2d(Y, F, V, edges, transposed, forces, step, rates, seed, first_epoch,
+                   n_workers, n_pool):
     """Epochs ``first_epoch, ..., first_epoch + len(rates) − 1`` of
     :func:`unimap.optimizers.gdr_numba.umap_epoch` (2-D, sampled negatives), epoch ``e`` with step
     size ``rates[e − first_epoch]``; the positions after the last are
@@ -96,6 +95,11 @@ def umap_epochs_2d(Y, F, V, indptr, indices, data, t_indptr, t_indices, t_data, 
     ``n_pool``: 0, or the pooled negatives' pool size (``rep_weight`` then already scaled by
     n/(n − 1), as :func:`~unimap.optimizers.gdr_numba.umap_epoch` does). Other arguments as there.
     """
+    indptr, indices, data = edges.indptr, edges.indices, edges.data
+    t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
+    attr_scale, n_negatives, rep_weight = forces.attr_scale, forces.n_negatives, forces.rep_weight
+    a, b, eps = forces.a, forces.b, forces.eps
+    clip, momentum = step.clip, step.momentum
     n = Y.shape[1]
     n_epochs = rates.shape[0]
     use_t = t_indptr.shape[0] == n + 1

@@ -97,6 +97,7 @@ def full_batch_umap(
     embedding : ndarray of shape (n_samples, n_components), float32
     """
     from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
     from unimap.optimizers.gdr_numba import umap_epoch
 
     f32 = np.float32
@@ -107,19 +108,20 @@ def full_batch_umap(
         return full_batch_umap_cuda(init, edges, transposed, attraction_scale, n_epochs, a, b,
                                     seed, rates, momentum, n_negatives, repulsion_weight,
                                     FULL_BATCH_CLIP, guard, row_ids)
-    weight, scale = f32(repulsion_weight), f32(attraction_scale)
-    a, b = f32(a), f32(b)
+    edges, transposed = CSR(*edges), TransposedCSR(*transposed)
+    forces = UMAPForces(f32(attraction_scale), n_negatives, f32(repulsion_weight), f32(a),
+                        f32(b), f32(UMAP_EPS))
+    step = HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum))
     if init.shape[1] == 2:  # epoch_buffers copies the start into float32 buffers itself
-        return _epochs_2d(init, edges, transposed, scale, n_negatives, weight, a, b, rates,
-                          f32(momentum), seed, guard, row_ids, negative_pool)
+        return _epochs_2d(init, edges, transposed, forces, step, rates, seed, guard, row_ids,
+                          negative_pool)
     Y = np.array(init, dtype=np.float32, order="C")
     Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     threads = adaptive_threads(Y.shape[0])
     with threads.spread():
         for epoch in range(n_epochs):
             threads.start_epoch(epoch)
-            umap_epoch(Y, Y_next, F, V, *edges, *transposed, scale, n_negatives, weight, a, b,
-                       f32(UMAP_EPS), f32(FULL_BATCH_CLIP), rates[epoch], f32(momentum),
+            umap_epoch(Y, Y_next, F, V, edges, transposed, forces, step, rates[epoch],
                        np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
             threads.end_epoch()
             Y, Y_next = Y_next, Y
@@ -133,14 +135,12 @@ def full_batch_umap(
 EPOCH_CHUNK = 10
 
 
-def _epochs_2d(init: np.ndarray, edges: tuple, transposed: tuple, scale: np.float32,
-               n_negatives: float, weight: np.float32, a: np.float32, b: np.float32,
-               rates: list, momentum: np.float32, seed: int, guard: Any,
-               row_ids: np.ndarray | None, negative_pool: int) -> np.ndarray:
+def _epochs_2d(init: np.ndarray, edges: Any, transposed: Any, forces: Any, step: Any,
+               rates: list, seed: int, guard: Any, row_ids: np.ndarray | None,
+               negative_pool: int) -> np.ndarray:
     """:func:`full_batch_umap`'s 2-D epochs, ``EPOCH_CHUNK`` at a time in one parallel region
     (:mod:`unimap.optimizers.gdr_epochs_numba`: an epoch does not wait for a descheduled thread).
     Bitwise the epochs of :func:`unimap.optimizers.gdr_numba.umap_epoch`."""
-    from unimap.lowdim.similarity_numba import UMAP_EPS
     from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
     from unimap.optimizers.gdr_unnormalized_numba import pooled_sample_weight
 
@@ -148,17 +148,16 @@ def _epochs_2d(init: np.ndarray, edges: tuple, transposed: tuple, scale: np.floa
     n, n_epochs = init.shape[0], len(rates)
     n_threads = epoch_threads(n)
     if negative_pool > 0:  # a pool point may be the row's own (umap_epoch's scaling)
-        weight = pooled_sample_weight(weight, n)
-    positions, velocities, forces = epoch_buffers(init)
+        forces = forces._replace(rep_weight=pooled_sample_weight(forces.rep_weight, n))
+    positions, velocities, force_rows = epoch_buffers(init)
     step_sizes = np.asarray(rates, dtype=f32)
     with numba_threads(n_threads), spread_threads(n_threads > 1):
         for start in range(0, n_epochs, EPOCH_CHUNK):
             stop = min(n_epochs, start + EPOCH_CHUNK)
-            umap_epochs_2d(positions, forces, velocities, *edges, *transposed, scale,
-                           n_negatives, weight, a, b, f32(UMAP_EPS), f32(FULL_BATCH_CLIP),
-                           step_sizes[start:stop], momentum, np.uint64(seed), np.int64(start),
+            umap_epochs_2d(positions, force_rows, velocities, edges, transposed, forces, step,
+                           step_sizes[start:stop], np.uint64(seed), np.int64(start),
                            np.int64(n_threads), np.int64(negative_pool))
             if guard is not None:
                 guard.check(stop - 1, positions[stop % 3], row_ids, since=start,
-                            **{"the forces": forces[(stop - 1) % 3]})
+                            **{"the forces": force_rows[(stop - 1) % 3]})
     return positions[n_epochs % 3].copy()

@@ -142,8 +142,7 @@ def pooled_sample_weight(rep_weight, n: int) -> np.float32:
     return np.float32(np.float32(rep_weight) * np.float32(n / (n - 1)))
 
 
-def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data, attr_scale,
-               n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed, epoch, exhaustive,
+def umap_epoch(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch, exhaustive,
                n_workers=None, negative_pool=0):
     """One unnormalized epoch: ``F`` ← forces at ``Y`` (module docstring), then with momentum
     μ, ``V ← μ·V + lr·clip(F)`` and ``Y_out ← Y + V`` (row by row, so ``Y_out`` must not be
@@ -156,13 +155,14 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     Parameters
     ----------
     Y, Y_out, F, V : float32 arrays of shape (n, dim); ``Y`` is only read.
-    indptr (int64), indices (int32), data (float32) : CSR of P.
-    t_indptr, t_indices, t_data : CSR of Pᵀ for symmetric attraction; an empty ``t_indptr``
-        skips that pass.
-    attr_scale : float32, factor on the row attraction (2: symmetric attraction, P = Pᵀ).
-    n_negatives : float64, negative samples per edge (m).
-    rep_weight : float32, weight of one negative sample.
-    a, b, eps, clip, lr, momentum : float32.
+    edges : :class:`~unimap.optimizers.gdr_common_numba.CSR`, P.
+    transposed : :class:`~unimap.optimizers.gdr_common_numba.TransposedCSR`, Pᵀ for
+        symmetric attraction; an empty ``t_indptr`` skips that pass.
+    forces : :class:`~unimap.optimizers.gdr_common_numba.UMAPForces`: ``attr_scale``, the
+        factor on the row attraction (2: symmetric attraction, P = Pᵀ); ``n_negatives``,
+        samples per edge (m); ``rep_weight``, one sample's weight; ``a``, ``b``, ``eps``.
+    step : :class:`~unimap.optimizers.gdr_common_numba.HeavyBall`: ``clip``, ``momentum``.
+    lr : float32, this epoch's step.
     seed : uint64; epoch : int64; exhaustive : bool (see the module docstring).
     n_workers : int or None, threads that claim row blocks (:mod:`unimap.runtime.dynamic_numba`);
         None: numba's current thread count.
@@ -182,14 +182,13 @@ def umap_epoch(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_dat
     if Y.shape[1] == 2:
         n_pool = 0 if exhaustive else int(negative_pool)
         if n_pool > 0:
-            rep_weight = pooled_sample_weight(rep_weight, Y.shape[0])
-        _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
-                       attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                       epoch, exhaustive, np.int64(n_workers), np.int64(n_pool))
+            forces = forces._replace(rep_weight=pooled_sample_weight(forces.rep_weight,
+                                                                     Y.shape[0]))
+        _umap_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
+                       exhaustive, np.int64(n_workers), np.int64(n_pool))
         return
-    _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
-                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive, np.int64(n_workers))
+    _umap_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
+                   exhaustive, np.int64(n_workers))
 
 
 # The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
@@ -219,9 +218,13 @@ def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
-                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive, n_workers, n_pool):
+def _umap_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
+                   exhaustive, n_workers, n_pool):
+    indptr, indices, data = edges.indptr, edges.indices, edges.data
+    t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
+    attr_scale, n_negatives, rep_weight = forces.attr_scale, forces.n_negatives, forces.rep_weight
+    a, b, eps = forces.a, forces.b, forces.eps
+    clip, momentum = step.clip, step.momentum
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
@@ -249,9 +252,13 @@ def _umap_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def _umap_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
-                   attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr, momentum, seed,
-                   epoch, exhaustive, n_workers):
+def _umap_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
+                   exhaustive, n_workers):
+    indptr, indices, data = edges.indptr, edges.indices, edges.data
+    t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
+    attr_scale, n_negatives, rep_weight = forces.attr_scale, forces.n_negatives, forces.rep_weight
+    a, b, eps = forces.a, forces.b, forces.eps
+    clip, momentum = step.clip, step.momentum
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
