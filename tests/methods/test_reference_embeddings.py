@@ -53,7 +53,16 @@ def _data():
 
 
 def fingerprint() -> str:
-    """CPU model and the versions that decide the floating-point results."""
+    """CPU model and the versions that decide the floating-point results.
+
+    A virtual machine may name its CPU only by family ("AMD EPYC"), so the fingerprint also
+    holds the target numba compiles for (LLVM's host CPU) and the core OpenBLAS chose: two
+    hosts of one family with different vector units give different bits.
+    """
+    import llvmlite.binding
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS, so that the list below is whole)
+    from threadpoolctl import threadpool_info
+
     cpu = platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -62,9 +71,12 @@ def fingerprint() -> str:
                 break
     except OSError:
         pass
+    blas = sorted({f"{i['internal_api']}:{i.get('architecture')}" for i in threadpool_info()
+                   if i.get("user_api") == "blas"})
     versions = [f"{p}={importlib.metadata.version(p)}"
                 for p in ("numpy", "scipy", "numba", "scikit-learn")]
-    return "; ".join([cpu, f"python={sys.version_info[0]}.{sys.version_info[1]}", *versions])
+    return "; ".join([cpu, f"llvm={llvmlite.binding.get_host_cpu_name()}", *blas,
+                      f"python={sys.version_info[0]}.{sys.version_info[1]}", *versions])
 
 
 def _run(name):
