@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from unimap.neighbors.hnsw import HNSW_PCA_DIM, hnsw_layout
+from unimap.neighbors.candidates import HNSW_PCA_DIM
+from unimap.neighbors.hnsw import hnsw_layout
 from unimap.optimizers.repulsion.fft import MAX_NODES_2D
 from unimap.runtime.memory import MemoryEstimate
 

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 
 from unimap.lowdim.similarity_numba import ab_term, student_t_pair
-from unimap.neighbors.topk_numba import _insert_sorted
+from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.distance_numba import sq_dist
 
 
@@ -85,7 +85,7 @@ def knn_brute_force(data, query_ids, k, out_idx, out_dist):
 
     Row ``query_ids[i]`` itself is skipped; equal distances keep the smaller index first. Rows
     of ``out_dist`` hold squared distances, sorted ascending. The k-best lists are float64 and
-    kept by :func:`unimap.neighbors.topk_numba._insert_sorted` (generic in the dtype; inlined, so
+    kept by :func:`unimap.neighbors.topk_numba.insert_sorted` (generic in the dtype; inlined, so
     compiled here without ``fastmath``).
     """
     n = data.shape[0]
@@ -99,7 +99,7 @@ def knn_brute_force(data, query_ids, k, out_idx, out_dist):
                 continue
             acc = sq_dist(data, self_id, data, j, 0.0)
             if acc < worst:
-                worst = _insert_sorted(best_d, best_i, acc, j)
+                worst = insert_sorted(best_d, best_i, acc, j)
         out_idx[i] = best_i
         out_dist[i] = best_d
 

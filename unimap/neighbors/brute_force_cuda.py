@@ -23,21 +23,21 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from unimap.neighbors.topk_numba import _insert_sorted
+from unimap.neighbors.candidates import HNSW_PCA_DIM, fit_candidate_pca
+from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 from unimap.runtime.distance_numba import sq_dist
 
 __all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_SAMPLES"]
 
-CANDIDATE_DIM = 50  # the projection's dimension for wider data (the CPU's HNSW_PCA_DIM)
+CANDIDATE_DIM = HNSW_PCA_DIM  # the projection's dimension for wider data (the CPU's)
 MAX_DIM = 64  # data up to this width are searched unreduced (exact); the tile's width
 MAX_CANDIDATES = 160  # the local arrays' length: k up to 160 (t-SNE: 3 x perplexity + 1)
 MAX_SAMPLES = 2_000_000
 TILE = 128  # points staged in shared memory at a time (TILE x MAX_DIM float32: 32 KiB)
-PCA_SAMPLES = 10_000
 
 
-_insert = on_target(_insert_sorted)  # the CPU's bounded insertion sort
+_insert = on_target(insert_sorted)  # the CPU's bounded insertion sort
 _sq_dist = on_target(sq_dist)
 
 
@@ -127,9 +127,10 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     row, the row itself included: ``(indices int64, distances float32)``, ascending.
 
     Data wider than ``MAX_DIM`` are searched in a PCA projection (axes from a strided sample
-    of ``PCA_SAMPLES`` rows, as on the CPU) and re-ranked exactly.
+    rows: :func:`unimap.neighbors.candidates.fit_candidate_pca`, as on the CPU) and re-ranked
+    exactly.
     """
-    from unimap.decomposition.pca import fit_pca, project
+    from unimap.decomposition.pca import project
 
     n, d = data.shape
     check_device_memory(device_bytes(n, d, k), "the kNN graph on the GPU")
@@ -137,9 +138,7 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     # Zero columns up to MAX_DIM change no distance (each adds 0.0 after the real ones).
     search = np.zeros((n, MAX_DIM), np.float32)
     if reduced:
-        step = max(1, n // PCA_SAMPLES)
-        pca = fit_pca(np.ascontiguousarray(data[::step]), CANDIDATE_DIM, solver="covariance")
-        search[:, :CANDIDATE_DIM] = project(data, pca)
+        search[:, :CANDIDATE_DIM] = project(data, fit_candidate_pca(data))
     else:
         search[:, :d] = data
     n_cand = n_candidates(n, k, reduced)

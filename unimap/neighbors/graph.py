@@ -40,8 +40,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.neighbors import sharded as _sharded_knn
+from unimap.neighbors.candidates import HNSW_PCA_DIM
 from unimap.neighbors.exact import exact_query
-from unimap.neighbors.hnsw import HNSW_PCA_DIM, _HNSWIndex
+from unimap.neighbors.hnsw import _HNSWIndex
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_choice, check_int
 

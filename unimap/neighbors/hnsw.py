@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from unimap.neighbors.candidates import fit_candidate_pca
 from unimap.runtime.ordering import morton_order
 from unimap.runtime.threads import numba_threads, pinned_pool, spread_threads
 
@@ -144,23 +145,6 @@ class _HNSWIndex:
         self.__dict__.update(state)
 
 
-def fit_candidate_pca(data: np.ndarray) -> Any:
-    """The projection HNSW candidates are searched in: ``HNSW_PCA_DIM`` principal axes of
-    data wider than that (a :class:`unimap.decomposition.pca.PCAFit`), else None (the data as they
-    are).
-
-    The projection only proposes candidates (re-ranked exactly), so its axes are fitted on a
-    strided sample of ``HNSW_PCA_SAMPLES`` rows: a small loss of recall for a faster fit
-    (measured: benchmarks/results/architecture_notes.md).
-    """
-    from unimap.decomposition.pca import fit_pca
-
-    if data.shape[1] <= HNSW_PCA_DIM:
-        return None
-    step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
-    return fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
-
-
 def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.ndarray,
                       n_threads: int) -> None:
     """``out[p]`` ← the ``n_cand`` candidates of every query in ``indexes[p]``.
@@ -205,9 +189,7 @@ def _build_hnsw(points: np.ndarray):
 
 # HNSW settings, chosen by measurement on MNIST-70k (measured:
 # benchmarks/results/knn_candidates.md, knn_default_candidates.md and architecture_notes.md).
-HNSW_PCA_DIM = 50
 HNSW_QUERY_CHUNK = 2048  # queries per single-threaded faiss search call (_search_in_chunks)
-HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
 HNSW_PARTS = 2  # fixed: the graphs, hence the neighbours, must not depend on n_jobs
 HNSW_CANDIDATES_PER_PART = 35  # new points: 2 x 35 candidates
 # The kNN graph of the indexed points also takes each pair found by one point's search into

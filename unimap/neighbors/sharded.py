@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from unimap.neighbors.candidates import fit_candidate_pca
 from unimap.neighbors.exact import exact_query
-from unimap.neighbors.hnsw import HNSWLayout, _HNSWIndex, fit_candidate_pca
+from unimap.neighbors.hnsw import HNSWLayout, _HNSWIndex
 from unimap.neighbors.kmeans import kmeans
 from unimap.runtime.threads import numba_threads
 

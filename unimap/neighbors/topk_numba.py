@@ -10,7 +10,7 @@ from unimap.runtime.dynamic_numba import ROW_BLOCK, claim
 
 
 @numba.njit(inline="always", cache=True)
-def _insert_sorted(best_d, best_i, d, j):
+def insert_sorted(best_d, best_i, d, j):
     """Insert candidate ``j`` at distance ``d`` into the sorted k-best lists (dropping the
     worst); return the new k-th best distance."""
     pos = best_d.shape[0] - 1
@@ -41,7 +41,7 @@ def rows_k_smallest(dist, k, row_offset, exclude_self, out_idx, out_dist):
         for j in range(n_cols):
             d = dist[i, j]
             if d < worst and j != self_col:
-                worst = _insert_sorted(best_d, best_i, d, j)
+                worst = insert_sorted(best_d, best_i, d, j)
         for m in range(k):
             out_idx[i, m] = best_i[m]
             out_dist[i, m] = best_d[m]
@@ -100,7 +100,7 @@ def rerank_candidates(data, queries, query_rows, candidates, id_map, k, out_idx,
                         if keep:
                             cand_dist[r, p * n_cand + c] = acc
                         if acc < worst:
-                            worst = _insert_sorted(best_d, best_i, acc, j)
+                            worst = insert_sorted(best_d, best_i, acc, j)
                 row = out_rows[r]
                 for m in range(k):
                     out_idx[row, m] = best_i[m]
@@ -155,7 +155,7 @@ def offer_pair(idx, dist, row, i, d):
     entry first); returns whether it did. The step of every reverse-pair offer: the search
     of ``i`` found the row's point at ``d``, so the row learns of ``i``."""
     if d < dist[row, dist.shape[1] - 1] and not _listed(idx, row, i):
-        _insert_sorted(dist[row], idx[row], d, i)
+        insert_sorted(dist[row], idx[row], d, i)
         return True
     return False
 

@@ -128,15 +128,22 @@ class SampledForces:
         self._inv_z = np.empty(1, dtype=np.float64)
         self.z: float | None = None
 
+    def negatives_at(self, iteration: int) -> float:
+        """The negative samples of ``iteration`` (fewer during early exaggeration)."""
+        return self.early_negatives if iteration < self.n_early else self.negatives
+
+    def inverse_z(self, z_rows_sum: float) -> float:
+        """``γ / Z`` from the rows' estimates of Z (kept in ``z``)."""
+        self.z = float(z_rows_sum)
+        return self.gamma / self.z
+
     def __call__(self, Y: np.ndarray, iteration: int):
         from unimap.optimizers.gdr_numba import tsne_forces
 
-        negatives = self.early_negatives if iteration < self.n_early else self.negatives
         tsne_forces(Y, self._attraction, self._repulsion, self._z_rows, self._marks,
-                    *self.edges, *self.transposed, self.scale, negatives, self.a, self.b,
-                    self.seed, np.int64(iteration), False, self.shared)
-        self.z = float(self._z_rows.sum())
-        self._inv_z[0] = self.gamma / self.z
+                    *self.edges, *self.transposed, self.scale, self.negatives_at(iteration),
+                    self.a, self.b, self.seed, np.int64(iteration), False, self.shared)
+        self._inv_z[0] = self.inverse_z(self._z_rows.sum())
         return self._attraction, self._repulsion, self._inv_z
 
     loss = None  # the sampled Z gives no cheap exact loss

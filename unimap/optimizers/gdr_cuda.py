@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 
 from unimap.lowdim.similarity_numba import UMAP_EPS
-from unimap.optimizers.gdr_unnormalized_numba import _momentum_step, _umap_row_2d, _umap_row_nd
+from unimap.optimizers.gdr_unnormalized_numba import momentum_step, umap_row_2d, umap_row_nd
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
@@ -36,7 +36,7 @@ def supports(n_components: int) -> bool:
 # The kernels are written out per dimension (not made by a factory) so that numba-cuda can
 # cache them on disk: a closure's code is not cacheable, and a fresh process would compile
 # them again. on_target: see unimap.runtime.common_cuda.
-_row_2d, _row_nd, _step = (on_target(f) for f in (_umap_row_2d, _umap_row_nd, _momentum_step))
+_row_2d, _row_nd, _step = (on_target(f) for f in (umap_row_2d, umap_row_nd, momentum_step))
 
 
 @cuda.jit(fastmath=True, cache=True)

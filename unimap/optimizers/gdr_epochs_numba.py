@@ -35,9 +35,9 @@ import numba
 import numpy as np
 
 from unimap.optimizers.gdr_unnormalized_numba import (
-    _umap_row_2d,
-    _umap_row_2d_pooled,
     momentum_step_row,
+    umap_row_2d,
+    umap_row_2d_pooled,
 )
 from unimap.runtime.dynamic_numba import (
     ROW_BLOCK,
@@ -142,7 +142,7 @@ def umap_epochs_2d(Y, F, V, edges, transposed, forces, step, rates, seed, first_
                     fill_pool(Y_in, pool, epoch_hash, block)
                     for i in rows:
                         out_row = i if last else own
-                        _umap_row_2d_pooled(Y_in, forces, out_row, i, indptr, indices, data,
+                        umap_row_2d_pooled(Y_in, forces, out_row, i, indptr, indices, data,
                                             t_indptr, t_indices, t_data, use_t, attr_scale,
                                             n_negatives, rep_weight, a, b, eps, epoch_hash, pool)
                         momentum_step_row(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip,
@@ -150,7 +150,7 @@ def umap_epochs_2d(Y, F, V, edges, transposed, forces, step, rates, seed, first_
                 else:
                     for i in rows:
                         out_row = i if last else own
-                        _umap_row_2d(Y_in, forces, out_row, i, indptr, indices, data, t_indptr,
+                        umap_row_2d(Y_in, forces, out_row, i, indptr, indices, data, t_indptr,
                                      t_indices, t_data, use_t, attr_scale, n_negatives,
                                      rep_weight, a, b, eps, epoch_hash, False)
                         momentum_step_row(Y_in, Y_out, forces, out_row, V_in, V_out, i, clip,

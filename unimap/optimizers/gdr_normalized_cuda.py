@@ -6,7 +6,7 @@ An iteration, as :func:`unimap.optimizers.gradient_descent.gradient_descent` wit
 1. ``_draw_shared``: one thread per shared sample draws its point from the counter-based
    hash and counts the hit (integer atomics: the counts do not depend on their order);
 2. ``_shared_forces_2d``: one thread per row sums the kernel over all samples (staged in
-   shared memory), then calls the CPU kernel's row function ``_tsne_shared_row_2d``, which
+   shared memory), then calls the CPU kernel's row function ``tsne_shared_row_2d``, which
    adds the attraction and the exact near field and takes out the samples that hit the point
    or a neighbour; it writes the row's attraction, repulsion and ``z_i``;
 3. ``Z = Σ z_i`` on the host (numpy's fixed-order sum of the copied float64 rows: the same
@@ -28,7 +28,8 @@ from numba import cuda, float32
 
 from unimap.lowdim.similarity_numba import ab_kernel
 from unimap.optimizers.gdr_common_numba import shared_sample_count, shared_sample_index
-from unimap.optimizers.gdr_normalized_numba import _tsne_shared_row_2d
+from unimap.optimizers.gdr_normalized_numba import tsne_shared_row_2d
+from unimap.optimizers.gradient_descent import iterations
 from unimap.optimizers.tsne_gd_numba import gradient_step_row
 from unimap.runtime.common_cuda import (
     DeviceGuard,
@@ -48,7 +49,7 @@ def supports(n_components: int, shared_negatives: bool) -> bool:
 
 SAMPLE_TILE = 1024  # shared samples staged in shared memory at a time (8 KiB in 2-D)
 
-_shared_row, _step_row = on_target(_tsne_shared_row_2d), on_target(gradient_step_row)
+_shared_row, _step_row = on_target(tsne_shared_row_2d), on_target(gradient_step_row)
 _ab_kernel, _sample_index = on_target(ab_kernel), on_target(shared_sample_index)
 
 
@@ -131,43 +132,39 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
     n = Y.shape[0]
     indptr, indices, data = forces.edges
     nnz = indptr[n]
-    n_shared = [shared_sample_count(nnz, n, m) for m in (forces.early_negatives,
-                                                         forces.negatives)]
+    n_shared = {m: shared_sample_count(nnz, n, m) for m in (forces.early_negatives,
+                                                           forces.negatives)}
     check_device_memory(device_bytes(n, indices.shape[0], forces.transposed[1].shape[0],
-                                     max(n_shared)), "GDR(normalized=True) on the GPU")
+                                     max(n_shared.values())), "GDR(normalized=True) on the GPU")
     d_Y = cuda.to_device(np.ascontiguousarray(Y, dtype=np.float32))
     A, R = cuda.device_array_like(d_Y), cuda.device_array_like(d_Y)
     update = cuda.to_device(np.zeros_like(Y, dtype=np.float32))
     gains = cuda.to_device(np.ones_like(Y, dtype=np.float32))
     z_rows = cuda.device_array(n, np.float64)
     hits = cuda.device_array(n, np.int32)
-    positions = cuda.device_array((2, max(n_shared)), np.float32)
+    positions = cuda.device_array((2, max(n_shared.values())), np.float32)
     csr = to_device(*forces.edges, *forces.transposed)
     use_t = forces.transposed[0].shape[0] == n + 1
     device_guard = DeviceGuard(guard, n)
     blocks, threads = rows_launch(n)
     seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
     zeros = np.zeros(n, np.int32)
-    iteration = 0
-    for phase in phases:
-        for i in range(phase.n_iter):
-            m = n_shared[0] if iteration < forces.n_early else n_shared[1]
-            epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
-            hits.copy_to_device(zeros)
-            sample_blocks = (m + threads - 1) // threads
-            _draw_shared[sample_blocks, threads](d_Y, m, epoch_hash, positions, hits)
-            _shared_forces_2d[blocks, threads](
-                d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
-                positions, m, np.float32(n / max(m, 1)))
-            forces.z = float(z_rows.copy_to_host().sum())
-            inv_z = np.array([forces.gamma / forces.z])
-            _gradient_step[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
-                                            gains, phase.momentum, phase.step_size(i),
-                                            min_gain, -1.0, float(max_step_norm))
-            device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
-                                                           "the repulsion": R, "1/Z": inv_z})
-            if iteration % center_every == 0:
-                host = d_Y.copy_to_host()
-                _subtract[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
-            iteration += 1
+    for iteration, phase, rate in iterations(phases):
+        m = n_shared[forces.negatives_at(iteration)]
+        epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
+        hits.copy_to_device(zeros)
+        sample_blocks = (m + threads - 1) // threads
+        _draw_shared[sample_blocks, threads](d_Y, m, epoch_hash, positions, hits)
+        _shared_forces_2d[blocks, threads](
+            d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
+            positions, m, np.float32(n / max(m, 1)))
+        inv_z = np.array([forces.inverse_z(z_rows.copy_to_host().sum())])
+        _gradient_step[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
+                                        gains, phase.momentum, rate, min_gain, -1.0,
+                                        float(max_step_norm))
+        device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
+                                                       "the repulsion": R, "1/Z": inv_z})
+        if iteration % center_every == 0:
+            host = d_Y.copy_to_host()
+            _subtract[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
     return d_Y.copy_to_host()

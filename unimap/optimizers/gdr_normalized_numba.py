@@ -147,7 +147,7 @@ def _near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks, hits, shared, uni
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+def tsne_shared_row_2d(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                         attr_scale, a, b, hits, z_all, r0_all, r1_all, scale):
     """Row i with shared samples whose sums over all samples are ``(z_all, r0_all, r1_all)``:
     ``A[i]`` ← attraction, ``R[i]`` ← repulsion; returns ``z_i``. The samples that hit the
@@ -341,7 +341,7 @@ def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr,
                     _shared_far_tile_2d(tile, positions, a, b)
                     for i in range(start, stop):
                         t = i - start
-                        z_rows[i] = _tsne_shared_row_2d(Y, A, R, i, indptr, indices, data,
+                        z_rows[i] = tsne_shared_row_2d(Y, A, R, i, indptr, indices, data,
                                                         t_indptr, t_indices, t_data, use_t,
                                                         attr_scale, a, b, hits, tile[2, t],
                                                         tile[3, t], tile[4, t], scale)

@@ -44,7 +44,7 @@ def _umap_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_da
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+def umap_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                  attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
     """Row i's 2-D force into ``F[out_row]`` (``out_row`` = i, or a worker's scratch row when
     the forces are not kept: :mod:`unimap.optimizers.gdr_epochs_numba`)."""
@@ -76,15 +76,15 @@ def _umap_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data,
+def umap_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data,
                         use_t,
                         attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, pool):
-    """:func:`_umap_row_2d` with its negative samples drawn from ``pool``, the positions of
+    """:func:`umap_row_2d` with its negative samples drawn from ``pool``, the positions of
     the row block's pool points (see :func:`unimap.runtime.rng_numba.fill_pool`); ``rep_weight``
     is already scaled by n/(n − 1), since a pool point may be the row's own (no force: its
     direction is 0).
 
-    The sampling loop is written out rather than shared with :func:`_umap_row_2d` through a
+    The sampling loop is written out rather than shared with :func:`umap_row_2d` through a
     flag: a branch inside it stops LLVM from vectorising the hash-and-repel loop (measured:
     benchmarks/results/architecture_notes.md)."""
     y0 = Y[i, 0]
@@ -114,7 +114,7 @@ def _umap_repel_nd(Y, F, i, k, weight, a, b, eps):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
+def umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                  attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
     n, dim = Y.shape
     for c in range(dim):
@@ -213,7 +213,7 @@ def momentum_step_row(Y, Y_out, F, f_row, V, V_out, i, clip, lr, momentum):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
+def momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
     momentum_step_row(Y, Y_out, F, i, V, V, i, clip, lr, momentum)
 
 
@@ -238,16 +238,16 @@ def _umap_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, ep
             if n_pool > 0:
                 fill_pool(Y, pool, epoch_hash, block)
                 for i in rows:
-                    _umap_row_2d_pooled(Y, F, i, i, indptr, indices, data, t_indptr,
+                    umap_row_2d_pooled(Y, F, i, i, indptr, indices, data, t_indptr,
                                         t_indices, t_data, use_t, attr_scale, n_negatives,
                                         rep_weight, a, b, eps, epoch_hash, pool)
-                    _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+                    momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             else:
                 for i in rows:
-                    _umap_row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices,
+                    umap_row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices,
                                  t_data, use_t, attr_scale, n_negatives, rep_weight, a, b, eps,
                                  epoch_hash, exhaustive)
-                    _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+                    momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             block = claim(next_block)
 
 
@@ -268,8 +268,8 @@ def _umap_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, ep
         block = claim(next_block)
         while block < n_blocks:
             for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
-                _umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
+                umap_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
                              use_t, attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash,
                              exhaustive)
-                _momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
+                momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             block = claim(next_block)

@@ -10,7 +10,7 @@ are is the caller's: a :mod:`unimap.optimizers.forces` object returns ``(attract
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,16 @@ class Phase:
         if self.decay:
             return decayed_step(self.learning_rate, i, self.n_iter)
         return self.learning_rate
+
+
+def iterations(phases: Sequence[Phase]) -> Iterator[tuple[int, Phase, float]]:
+    """Every iteration of ``phases`` in order: ``(its number over all phases, its phase, its
+    step)``; the CPU's loop and the GPU's (:mod:`unimap.optimizers.gdr_normalized_cuda`)."""
+    iteration = 0
+    for phase in phases:
+        for i in range(phase.n_iter):
+            yield iteration, phase, phase.step_size(i)
+            iteration += 1
 
 
 def gradient_descent(
@@ -102,34 +112,32 @@ def gradient_descent(
     grad_clip = -1.0 if max_grad_norm is None else float(max_grad_norm)
     step_clip = -1.0 if max_step_norm is None else float(max_step_norm)
     loss = getattr(forces, "loss", None)
-    iteration, tic = 0, time.perf_counter()
-    for phase in phases:
-        for i in range(phase.n_iter):
-            if threads is not None:
-                threads.start_epoch(iteration)
-            rate = phase.step_size(i)
-            attraction, repulsion, inv_z = forces(Y, iteration)
-            gradient_step(Y, attraction, repulsion, inv_z, phase.exaggeration, update, gains,
-                          phase.momentum, rate, min_gain, grad_clip, step_clip)
-            if threads is not None:
-                threads.end_epoch()
-            if guard is not None:
-                guard.check(iteration, Y, row_ids, **{"the attraction": attraction,
-                                                      "the repulsion": repulsion, "1/Z": inv_z})
-            if iteration % center_every == 0:
-                Y -= Y.mean(axis=0)
-            iteration += 1
-            report = log is not None and iteration % 50 == 0
-            call = callback is not None and iteration % callback_every == 0
-            if report or call:
-                value = loss(Y) if loss is not None else float("nan")
-                if report:
-                    log(f"iteration {iteration:5d}  loss {value:.4f}  "
-                        f"({time.perf_counter() - tic:.2f}s)")
-                    tic = time.perf_counter()
-                if call and callback(iteration, value, Y.copy()):
-                    return Y, iteration
-    return Y, iteration
+    done, tic = 0, time.perf_counter()
+    for iteration, phase, rate in iterations(phases):
+        if threads is not None:
+            threads.start_epoch(iteration)
+        attraction, repulsion, inv_z = forces(Y, iteration)
+        gradient_step(Y, attraction, repulsion, inv_z, phase.exaggeration, update, gains,
+                      phase.momentum, rate, min_gain, grad_clip, step_clip)
+        if threads is not None:
+            threads.end_epoch()
+        if guard is not None:
+            guard.check(iteration, Y, row_ids, **{"the attraction": attraction,
+                                                  "the repulsion": repulsion, "1/Z": inv_z})
+        if iteration % center_every == 0:
+            Y -= Y.mean(axis=0)
+        done = iteration + 1
+        report = log is not None and done % 50 == 0
+        call = callback is not None and done % callback_every == 0
+        if report or call:
+            value = loss(Y) if loss is not None else float("nan")
+            if report:
+                log(f"iteration {done:5d}  loss {value:.4f}  "
+                    f"({time.perf_counter() - tic:.2f}s)")
+                tic = time.perf_counter()
+            if call and callback(done, value, Y.copy()):
+                return Y, done
+    return Y, done
 
 
 def place_points(

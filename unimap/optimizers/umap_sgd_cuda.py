@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from unimap.optimizers.umap_sgd_numba import _edge_2d, _edge_nd
+from unimap.optimizers.umap_sgd_numba import edge_2d, edge_nd
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
@@ -37,7 +37,7 @@ def supports(n_components: int) -> bool:
 
 # Written out per dimension, not made by a factory, so that numba-cuda caches them on disk
 # (see unimap.optimizers.gdr_cuda).
-_edge_on_2d, _edge_on_nd = on_target(_edge_2d), on_target(_edge_nd)
+_edge_on_2d, _edge_on_nd = on_target(edge_2d), on_target(edge_nd)
 
 
 @cuda.jit(device=True, inline="always")

@@ -143,7 +143,7 @@ def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_p
 
 
 @numba.njit(inline="always", cache=True)
-def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+def edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
              epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
                                   epochs_per_negative, next_negative, seed_hash, epoch, a, b,
@@ -155,7 +155,7 @@ def _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 @numba.njit(inline="always", cache=True)
 def _edge_2d_pooled(e, emb, pool, heads, tails, epochs_per_sample, next_sample,
                     epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
-    """:func:`_edge_2d` with the negative samples drawn from ``pool`` (see
+    """:func:`edge_2d` with the negative samples drawn from ``pool`` (see
     :func:`_pooled_block`), uniformly over all its rows. A pool row may be the head itself (1
     draw in n, n >= 50,000): its position at the epoch's start, near its current one, then
     pushes it once, clipped, as any point that close would (the per-sample path skips the
@@ -182,7 +182,7 @@ def _pooled_block(first, stop, pool, emb, snapshot, heads, tails, epochs_per_sam
 
 
 @numba.njit(inline="always", cache=True)
-def _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+def edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
              epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     i, n_neg, key = _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample,
                                   epochs_per_negative, next_negative, seed_hash, epoch, a, b,
@@ -210,7 +210,7 @@ def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
         start, stop = class_ptr[c], class_ptr[c + 1]
         if stop - start < SERIAL_CLASS_SIZE:
             for e in range(start, stop):
-                _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
@@ -221,7 +221,7 @@ def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
                 while block < n_blocks:
                     first = start + block * EDGE_BLOCK
                     for e in range(first, min(stop, first + EDGE_BLOCK)):
-                        _edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample,
+                        edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample,
                                  next_sample, epochs_per_negative, next_negative, seed_hash,
                                  epoch, a, b, gamma, alpha)
                     block = claim(next_block)
@@ -274,7 +274,7 @@ def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
         start, stop = class_ptr[c], class_ptr[c + 1]
         if stop - start < SERIAL_CLASS_SIZE:
             for e in range(start, stop):
-                _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
@@ -285,7 +285,7 @@ def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
                 while block < n_blocks:
                     first = start + block * EDGE_BLOCK
                     for e in range(first, min(stop, first + EDGE_BLOCK)):
-                        _edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample,
+                        edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample,
                                  next_sample, epochs_per_negative, next_negative, seed_hash,
                                  epoch, a, b, gamma, alpha)
                     block = claim(next_block)
