@@ -112,6 +112,7 @@ def umap_sgd(
     embedding : ndarray of shape (n_rows, dim), float32
     """
     from unimap.optimizers.umap_sgd_numba import (
+        SGDKernel,
         sgd_epoch_edges_2d,
         sgd_epoch_edges_2d_pooled,
         sgd_epoch_edges_nd,
@@ -134,6 +135,7 @@ def umap_sgd(
         row_keys = np.arange(emb.shape[0], dtype=np.uint64)
     f32 = np.float32
     a, b, gamma = f32(a), f32(b), f32(repulsion_strength)
+    kernel = SGDKernel(a, b, gamma)
     seed = np.uint64(seed)
     alphas = linear_decay(learning_rate, n_epochs)
     if device == "cuda" and tail is None:
@@ -161,10 +163,10 @@ def umap_sgd(
                 alpha = alphas[epoch]
                 if tail is None:
                     snapshot[:] = emb
-                    fit_epoch(emb, snapshot, *edges, *schedule, seed, epoch, a, b, gamma, alpha,
+                    fit_epoch(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha,
                               np.int64(workers()), *pool_args)
                 else:
-                    sgd_epoch_rows(emb, tail, *edges, *schedule, row_keys, seed, epoch, a, b, gamma,
+                    sgd_epoch_rows(emb, tail, edges, schedule, kernel, row_keys, seed, epoch,
                                    alpha)
                 threads.end_epoch()
                 if guard is not None:
@@ -178,16 +180,18 @@ def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
     """The edge arrays an epoch kernel walks and its sampling schedule (epochs per sample
     and per negative sample, next epoch of each): when fitting, the edges grouped in classes
     that no two threads write at once (heads, tails, class_ptr); else the CSR rows."""
+    from unimap.optimizers.umap_sgd_numba import EdgeClasses, EdgeRows, Schedule
+
     indptr = graph.indptr.astype(np.int64)
     indices = graph.indices.astype(np.int32, copy=False)
     eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
     if fitting:
         heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
-        edges, eps = (heads, tails, class_ptr), eps[order]
+        edges, eps = EdgeClasses(heads, tails, class_ptr), eps[order]
     else:
-        edges = (indptr, indices)
+        edges = EdgeRows(indptr, indices)
     eps_neg = eps / negative_sample_rate
-    return edges, (eps, eps.copy(), eps_neg, eps_neg.copy())
+    return edges, Schedule(eps, eps.copy(), eps_neg, eps_neg.copy())
 
 
 def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):

@@ -23,6 +23,8 @@ gradient coefficients are :mod:`unimap.lowdim.similarity_numba`'s (UMAP's SGD's 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -32,6 +34,43 @@ from unimap.runtime.dynamic_numba import claim
 from unimap.runtime.rng_numba import bounded, fill_pool, hash_combine, mix64
 
 CLIP = 4.0
+
+
+class EdgeClasses(NamedTuple):
+    """A fit's directed edges sorted into colour classes: heads, tails (int32) and the
+    classes' bounds (int64; class ``c`` is ``[class_ptr[c], class_ptr[c + 1])``). The epoch
+    kernels read their argument groups by name, so one passed in another's place does not
+    compile."""
+
+    heads: np.ndarray
+    tails: np.ndarray
+    class_ptr: np.ndarray
+
+
+class EdgeRows(NamedTuple):
+    """``transform``'s edges as CSR rows: new point ``i`` has edges ``indptr[i]:indptr[i+1]``
+    to the training points ``indices``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+
+class Schedule(NamedTuple):
+    """Each edge's sampling period and next epoch, for the edge and for its negative samples
+    (float64)."""
+
+    epochs_per_sample: np.ndarray
+    next_sample: np.ndarray
+    epochs_per_negative: np.ndarray
+    next_negative: np.ndarray
+
+
+class SGDKernel(NamedTuple):
+    """The low-dimensional kernel's a, b and the repulsion strength γ (float32)."""
+
+    a: np.float32
+    b: np.float32
+    gamma: np.float32
 SERIAL_CLASS_SIZE = 2048  # edge classes smaller than this run without waking the threads
 EDGE_BLOCK = 512  # edges per block that a worker claims (unimap.runtime.dynamic_numba)
 
@@ -196,15 +235,19 @@ def edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 # (One kernel taking the per-edge function as an argument would compile per function too,
 # but numba's disk cache never hits for such a signature: every run would recompile.)
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha,
-                       n_workers):
-    """One fit epoch over colour classes ``class_ptr`` of the (class-sorted) edge arrays.
+def sgd_epoch_edges_2d(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha, n_workers):
+    """One fit epoch over the colour classes of ``edges`` (:class:`EdgeClasses`), with the
+    sampling ``schedule`` (:class:`Schedule`, updated in place) and ``kernel``
+    (:class:`SGDKernel`); ``alpha`` is the epoch's step.
 
     ``emb`` (n, 2) float32 is updated in place; ``snapshot`` is its copy from the start of
     the epoch, the pool of negative samples. ``n_workers`` threads claim blocks of a class's
     edges (:mod:`unimap.runtime.dynamic_numba`).
     """
+    heads, tails, class_ptr = edges.heads, edges.tails, edges.class_ptr
+    epochs_per_sample, next_sample = schedule.epochs_per_sample, schedule.next_sample
+    epochs_per_negative, next_negative = schedule.epochs_per_negative, schedule.next_negative
+    a, b, gamma = kernel.a, kernel.b, kernel.gamma
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
         start, stop = class_ptr[c], class_ptr[c + 1]
@@ -230,14 +273,17 @@ def sgd_epoch_edges_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
 # Its own kernel, not a flag of the one above, so that a fit compiles only the path it runs
 # (both paths in one kernel: 15.3 s to compile on the Intel host against 8.4 s for one).
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch_edges_2d_pooled(emb, snapshot, heads, tails, class_ptr, epochs_per_sample,
-                              next_sample, epochs_per_negative, next_negative, seed, epoch, a,
-                              b, gamma, alpha, n_workers, n_pool):
+def sgd_epoch_edges_2d_pooled(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha,
+                              n_workers, n_pool):
     """:func:`sgd_epoch_edges_2d` with pooled negative samples: each block of ``EDGE_BLOCK``
     edges (counted from its class's start, in every class, so the blocks do not depend on
     the thread count) draws its negative samples from a pool of ``n_pool`` points of
     ``snapshot`` (:func:`unimap.runtime.rng_numba.fill_pool`) instead of from all of it.
     """
+    heads, tails, class_ptr = edges.heads, edges.tails, edges.class_ptr
+    epochs_per_sample, next_sample = schedule.epochs_per_sample, schedule.next_sample
+    epochs_per_negative, next_negative = schedule.epochs_per_negative, schedule.next_negative
+    a, b, gamma = kernel.a, kernel.b, kernel.gamma
     seed_hash = mix64(np.uint64(seed))
     serial_pool = np.empty((n_pool, 2), np.float32)
     for c in range(class_ptr.shape[0] - 1):
@@ -265,10 +311,12 @@ def sgd_epoch_edges_2d_pooled(emb, snapshot, heads, tails, class_ptr, epochs_per
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
-                       epochs_per_negative, next_negative, seed, epoch, a, b, gamma, alpha,
-                       n_workers):
+def sgd_epoch_edges_nd(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha, n_workers):
     """:func:`sgd_epoch_edges_2d` for an embedding of any dimension."""
+    heads, tails, class_ptr = edges.heads, edges.tails, edges.class_ptr
+    epochs_per_sample, next_sample = schedule.epochs_per_sample, schedule.next_sample
+    epochs_per_negative, next_negative = schedule.epochs_per_negative, schedule.next_negative
+    a, b, gamma = kernel.a, kernel.b, kernel.gamma
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
         start, stop = class_ptr[c], class_ptr[c + 1]
@@ -292,13 +340,17 @@ def sgd_epoch_edges_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def sgd_epoch_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
-                   epochs_per_negative, next_negative, row_keys, seed, epoch, a, b, gamma,
-                   alpha):
-    """One transform epoch: move each row of ``head`` against the fixed ``tail`` embedding.
+def sgd_epoch_rows(head, tail, rows, schedule, kernel, row_keys, seed, epoch, alpha):
+    """One transform epoch: move each row of ``head`` against the fixed ``tail`` embedding
+    along ``rows`` (:class:`EdgeRows`), with ``schedule`` and ``kernel`` as in
+    :func:`sgd_epoch_edges_2d`.
 
     ``row_keys`` identify rows in the random stream independently of their batch position.
     """
+    indptr, indices = rows.indptr, rows.indices
+    epochs_per_sample, next_sample = schedule.epochs_per_sample, schedule.next_sample
+    epochs_per_negative, next_negative = schedule.epochs_per_negative, schedule.next_negative
+    a, b, gamma = kernel.a, kernel.b, kernel.gamma
     seed_hash = mix64(np.uint64(seed))
     for i in numba.prange(indptr.shape[0] - 1):
         y = head[i]
