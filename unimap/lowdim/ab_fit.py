@@ -10,7 +10,20 @@ import numpy as np
 
 from unimap.runtime.validation import check_float
 
-__all__ = ["find_ab_params"]
+__all__ = ["find_ab_params", "check_curve", "check_ab_pair"]
+
+
+def check_curve(min_dist: float, spread: float) -> None:
+    """Raise unless ``min_dist <= spread`` (the curve ``a, b`` are fitted to needs it)."""
+    if min_dist > spread:
+        raise ValueError(f"min_dist must be at most spread ({spread}), got {min_dist}")
+
+
+def check_ab_pair(a: float | None, b: float | None) -> None:
+    """Raise unless ``a`` and ``b`` are given together or both left as None (then fitted)."""
+    if (a is None) != (b is None):
+        raise ValueError("a and b must be given together: pass both a and b, or neither (to "
+                         "fit them from min_dist and spread)")
 
 
 def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, float]:
@@ -31,8 +44,7 @@ def find_ab_params(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, f
     """
     spread = check_float(spread, "spread", 0.0, low_inclusive=False)
     min_dist = check_float(min_dist, "min_dist", 0.0)
-    if min_dist > spread:
-        raise ValueError(f"min_dist must be at most spread ({spread}), got {min_dist}")
+    check_curve(min_dist, spread)
     # Fitted in units of spread, then scaled back: the same least-squares problem (x = s·t
     # gives a = a_t / s^(2b)), but the start (1, 1) stays near the answer for any spread; in
     # raw units the fit (umap-learn's too) can diverge to b < 0 for very small or large spreads.

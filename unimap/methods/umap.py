@@ -275,8 +275,7 @@ default="spectral"
 
 def check_kernel_params(estimator: Any) -> None:
     """``min_dist <= spread``, and ``a``, ``b`` given together (UMAP and GDR)."""
-    if estimator.min_dist > estimator.spread:
-        raise ValueError(f"min_dist must be at most spread ({estimator.spread}), got "
-                         f"{estimator.min_dist}")
-    if (estimator.a is None) != (estimator.b is None):
-        raise ValueError("a and b must be given together (or both left as None)")
+    from unimap.lowdim.ab_fit import check_ab_pair, check_curve
+
+    check_curve(estimator.min_dist, estimator.spread)
+    check_ab_pair(estimator.a, estimator.b)

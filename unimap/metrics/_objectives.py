@@ -178,13 +178,12 @@ def umap_cross_entropy(
     float
         The cross-entropy in nats, ≥ 0.
     """
-    from unimap.lowdim.ab_fit import find_ab_params
+    from unimap.lowdim.ab_fit import check_ab_pair, find_ab_params
     from unimap.lowdim.similarity_numba import ab_term
     from unimap.metrics.ranks_numba import umap_repulsion_pair_sums
 
     embedding, graph = _check_objective_inputs(graph, "graph", embedding)
-    if (a is None) != (b is None):
-        raise ValueError("pass both a and b, or neither (to fit them from min_dist and spread)")
+    check_ab_pair(a, b)
     if a is None:
         a, b = find_ab_params(spread, min_dist)
     else:
