@@ -39,6 +39,7 @@ def main() -> None:
     from unimap import GDR
     from unimap.datasets import load_mnist
     from unimap.optimizers.forces import neighbour_marks
+    from unimap.optimizers.gdr_common_numba import CSR, SampledKernel, TransposedCSR
     from unimap.optimizers.gdr_normalized_numba import tsne_forces
 
     X, _ = load_mnist(MNIST, download=False)
@@ -55,8 +56,9 @@ def main() -> None:
 
     def epoch_fn(shared: bool, m: float):
         def run(epoch: int) -> None:
-            tsne_forces(Y, A, R, z_rows, marks, indptr, indices, data, *transposed, f32(scale),
-                        m, a, b, np.uint64(0), np.int64(epoch), False, shared)
+            tsne_forces(Y, A, R, z_rows, marks, CSR(indptr, indices, data),
+                        TransposedCSR(*transposed), SampledKernel(f32(scale), m, a, b),
+                        np.uint64(0), np.int64(epoch), False, shared)
         return run
 
     rows = {

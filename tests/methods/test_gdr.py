@@ -21,6 +21,7 @@ from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
 from unimap.optimizers.gdr_common_numba import (
     CSR,
     HeavyBall,
+    SampledKernel,
     TransposedCSR,
     UMAPForces,
     n_samples_of_row,
@@ -129,8 +130,9 @@ def _tsne_parts(Y, P, a, b, m, symmetric_attraction, exhaustive, epoch=0, scale=
     z_rows = np.empty(len(Yf))
     transposed = _transpose(P) if symmetric_attraction else EMPTY
     marks = np.zeros((blocks, len(Yf)), dtype=np.uint8)
-    tsne_forces(Yf, A, R, z_rows, marks, *_csr(P), *transposed, f32(scale), float(m), f32(a),
-                f32(b), np.uint64(11), np.int64(epoch), exhaustive, shared)
+    tsne_forces(Yf, A, R, z_rows, marks, CSR(*_csr(P)), TransposedCSR(*transposed),
+                SampledKernel(f32(scale), float(m), f32(a), f32(b)), np.uint64(11),
+                np.int64(epoch), exhaustive, shared)
     assert not marks.any()  # the kernel leaves its scratch marks cleared
     return A.astype(np.float64), R.astype(np.float64), z_rows
 
@@ -589,7 +591,9 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
-from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
+from unimap.optimizers.gdr_common_numba import (
+    CSR, HeavyBall, SampledKernel, TransposedCSR, UMAPForces,
+)
 from unimap.optimizers.gdr_normalized_numba import tsne_forces
 from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
 
@@ -605,8 +609,9 @@ out = {}
 for shared, m in [(True, 4.0), (False, 1.0)]:
     for b in [1.0, 0.8]:
         A, R, z = np.empty_like(Y), np.empty_like(Y), np.empty(n)
-        tsne_forces(Y, A, R, z, np.zeros((4, n), np.uint8), *csr, *empty, f32(1), m, f32(1.3),
-                    f32(b), np.uint64(0), np.int64(3), False, shared)
+        tsne_forces(Y, A, R, z, np.zeros((4, n), np.uint8), CSR(*csr), TransposedCSR(*empty),
+                    SampledKernel(f32(1), m, f32(1.3), f32(b)), np.uint64(0), np.int64(3), False,
+                    shared)
         out[f"tsne_{shared}_{b}"] = np.concatenate([A.ravel(), R.ravel(), z])
 F, Y_out, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
 umap_epoch(Y, Y_out, F, V, CSR(*csr), TransposedCSR(*empty),

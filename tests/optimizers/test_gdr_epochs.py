@@ -109,3 +109,23 @@ def test_a_swapped_argument_group_does_not_compile(problem):
     for args in swaps:
         with pytest.raises(TypingError):
             umap_epoch(Y, Y_next, F, V, *args, f32(0.1), np.uint64(3), np.int64(0), False)
+
+
+def test_the_normalized_forces_refuse_a_swapped_group(problem):
+    # GDR's normalized forces read their groups by name too.
+    from numba.core.errors import TypingError
+
+    from unimap.optimizers.gdr_common_numba import SampledKernel
+    from unimap.optimizers.gdr_normalized_numba import tsne_forces
+
+    edges, init = problem
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+    A, R, z = np.empty_like(init), np.empty_like(init), np.empty(init.shape[0])
+    marks = np.zeros((2, init.shape[0]), np.uint8)
+    kernel = SampledKernel(f32(1.0), 1.0, f32(1.0), f32(1.0))
+    with pytest.raises(TypingError):
+        tsne_forces(init, A, R, z, marks, TransposedCSR(*empty), CSR(*edges), kernel,
+                    np.uint64(0), np.int64(0), False, True)
+    tsne_forces(init, A, R, z, marks, CSR(*edges), TransposedCSR(*empty), kernel, np.uint64(0),
+                np.int64(0), False, True)
+    assert np.isfinite(A).all() and np.isfinite(R).all() and (z > 0).all()

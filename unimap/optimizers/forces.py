@@ -138,11 +138,13 @@ class SampledForces:
         return self.gamma / self.z
 
     def __call__(self, Y: np.ndarray, iteration: int):
+        from unimap.optimizers.gdr_common_numba import CSR, SampledKernel, TransposedCSR
         from unimap.optimizers.gdr_numba import tsne_forces
 
+        kernel = SampledKernel(self.scale, self.negatives_at(iteration), self.a, self.b)
         tsne_forces(Y, self._attraction, self._repulsion, self._z_rows, self._marks,
-                    *self.edges, *self.transposed, self.scale, self.negatives_at(iteration),
-                    self.a, self.b, self.seed, np.int64(iteration), False, self.shared)
+                    CSR(*self.edges), TransposedCSR(*self.transposed), kernel, self.seed,
+                    np.int64(iteration), False, self.shared)
         self._inv_z[0] = self.inverse_z(self._z_rows.sum())
         return self._attraction, self._repulsion, self._inv_z
 

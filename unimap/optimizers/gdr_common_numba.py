@@ -48,6 +48,17 @@ class UMAPForces(NamedTuple):
     eps: np.float32
 
 
+class SampledKernel(NamedTuple):
+    """The parameters of GDR's normalized forces (:mod:`unimap.optimizers.gdr_numba`): the
+    row attraction's factor, negative samples per edge (float64) and the kernel's a, b
+    (float32)."""
+
+    attr_scale: np.float32
+    n_negatives: float
+    a: np.float32
+    b: np.float32
+
+
 class HeavyBall(NamedTuple):
     """The momentum step's per-coordinate clip of the force and its momentum (float32)."""
 

@@ -276,8 +276,8 @@ def _tsne_row_nd(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
     return z_near * scale + z * scale
 
 
-def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-                attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared, n_workers=None):
+def tsne_forces(Y, A, R, z_rows, all_marks, edges, transposed, kernel, seed, epoch, exhaustive,
+                shared, n_workers=None):
     """Normalized-mode forces: ``A`` ← attraction, ``R`` ← repulsion estimate, ``z_rows`` ←
     per-row estimates of ``Σ_{k≠i} w_ik`` (see the module docstring); the caller forms
     ``4(E·A − γ·R/Σz)``.
@@ -288,10 +288,11 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
     all_marks : uint8 array of shape (n_rows, n), all zero: one row of neighbour marks per
         worker thread; at most ``n_rows`` workers run (the result does not depend on their
         number). Left zero.
-    indptr (int64), indices (int32, sorted or not), data (float32) : CSR of P; t_* : of Pᵀ,
-        or empty.
-    attr_scale : float32; n_negatives : float64; a, b : float32; seed : uint64;
-    epoch : int64; exhaustive : bool.
+    edges : :class:`~unimap.optimizers.gdr_common_numba.CSR` of P (indices sorted or not).
+    transposed : :class:`~unimap.optimizers.gdr_common_numba.TransposedCSR` of Pᵀ, or empty.
+    kernel : :class:`~unimap.optimizers.gdr_common_numba.SampledKernel`: ``attr_scale``,
+        ``n_negatives`` (float64), ``a``, ``b``.
+    seed : uint64; epoch : int64; exhaustive : bool.
     shared : bool
         Draw ``M = shared_sample_count(nnz, n, n_negatives)`` samples for the epoch and use
         them for every row (see the module docstring) instead of each row's own samples.
@@ -302,15 +303,17 @@ def tsne_forces(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_i
     if n_workers is None:
         n_workers = workers()
     n_workers = np.int64(max(1, min(n_workers, all_marks.shape[0])))
-    kernel = _tsne_forces_2d if Y.shape[1] == 2 else _tsne_forces_nd
-    kernel(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices, t_data,
-           attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared, n_workers)
+    forces = _tsne_forces_2d if Y.shape[1] == 2 else _tsne_forces_nd
+    forces(Y, A, R, z_rows, all_marks, edges, transposed, kernel, seed, epoch, exhaustive,
+           shared, n_workers)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared,
-                    n_workers):
+def _tsne_forces_2d(Y, A, R, z_rows, all_marks, edges, transposed, kernel, seed, epoch,
+                    exhaustive, shared, n_workers):
+    indptr, indices, data = edges.indptr, edges.indices, edges.data
+    t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
+    attr_scale, n_negatives, a, b = kernel.attr_scale, kernel.n_negatives, kernel.a, kernel.b
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
@@ -357,9 +360,11 @@ def _tsne_forces_2d(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr,
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
-def _tsne_forces_nd(Y, A, R, z_rows, all_marks, indptr, indices, data, t_indptr, t_indices,
-                    t_data, attr_scale, n_negatives, a, b, seed, epoch, exhaustive, shared,
-                    n_workers):
+def _tsne_forces_nd(Y, A, R, z_rows, all_marks, edges, transposed, kernel, seed, epoch,
+                    exhaustive, shared, n_workers):
+    indptr, indices, data = edges.indptr, edges.indices, edges.data
+    t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
+    attr_scale, n_negatives, a, b = kernel.attr_scale, kernel.n_negatives, kernel.a, kernel.b
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
