@@ -268,6 +268,8 @@ class NeighborIndex:
                 )
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
             return idx.astype(np.int32), dist
+        if sp.issparse(Y):  # the index holds dense rows (build densifies too)
+            Y = Y.toarray()
         Yp = _prepare(Y, self.metric)
         if self.method_ == "cuda":  # new points: on the CPU, by the euclidean index
             idx, dist = self._cpu_index().query(Yp, k)
