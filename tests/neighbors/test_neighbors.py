@@ -218,6 +218,26 @@ def test_nndescent_takes_unimap_63_bit_seeds():
     assert np.isfinite(model.embedding_).all()
 
 
+def test_nndescent_runs_where_numba_has_fewer_threads_than_cores():
+    # pynndescent sets numba's thread count to n_jobs: with n_jobs=-1 (all cores) and numba
+    # started on one thread, the fit failed ("number of threads must be between 1 and 1").
+    # The count is clamped to numba's.
+    pytest.importorskip("pynndescent")
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numba, numpy as np, unimap\n"
+            "X = np.random.default_rng(0).normal(size=(400, 8)).astype(np.float32)\n"
+            "m = unimap.UMAP(knn_method='nndescent', n_epochs=5, random_state=0).fit(X)\n"
+            "print(m.knn_method_, numba.get_num_threads())\n")
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["nndescent", "1"]
+
+
 def test_hnsw_many_parts_layout_for_large_inputs(monkeypatch):
     """From HNSW_MANY_PARTS_MIN_ROWS points the index has 4 parts of fewer candidates
     (forced here on 3000 points): recall above 0.95 for the graph (k = 15 with reverse

@@ -301,13 +301,17 @@ class NeighborIndex:
 
     def _ensure_nndescent(self, k: int) -> None:
         if self._nnd is None:
+            import numba
             from pynndescent import NNDescent
 
             # pynndescent takes seeds below 2**32 only; unimap's streams are 63-bit.
             seed = None if self.random_state is None else int(self.random_state) % 2**32
+            # It sets numba's thread count to n_jobs, which numba refuses above the threads
+            # it started with (NUMBA_NUM_THREADS, or a CPU affinity below os.cpu_count()).
+            n_jobs = max(1, min(self.n_threads_, numba.config.NUMBA_NUM_THREADS))
             self._nnd = NNDescent(
                 self._nnd_data, n_neighbors=max(k, 15), metric=self.metric,
-                random_state=seed, n_jobs=self.n_threads_,
+                random_state=seed, n_jobs=n_jobs,
             )
 
     def _nndescent_graph(self, k: int):
