@@ -72,8 +72,8 @@ class NeighborEmbedding(UnimapEstimator):
     - ``_optimize(fit, init, seed) -> embedding``;
     - ``_place(X) -> embedding`` for ``transform``;
 
-    and may override ``_cuda_phases(fit)``: the phases with CUDA kernels
-    (:mod:`unimap.runtime.device`).
+    and may override ``_optimizer_on_gpu(fit)``: whether its optimizer's CUDA module
+    supports the fit (that module's ``supports``; :mod:`unimap.runtime.device`).
     """
 
     _scale = "box"
