@@ -1,8 +1,10 @@
 """Where a fit runs: the ``device`` parameter of the neighbour embeddings.
 
-``device="cpu"`` runs every phase with the numba kernels of :mod:`unimap._kernels`;
-``device="cuda"`` runs the phases that have CUDA kernels (:mod:`unimap._cuda`) on the GPU
-and the others on the CPU, and records which ran where in the fitted ``devices_``;
+``device="cpu"`` runs every phase with the numba kernels (each stage's ``*_numba.py``);
+``device="cuda"`` runs the phases that have CUDA kernels (each stage's ``*_cuda.py``, whose
+``supports`` says which configurations) on the GPU and the others on the CPU, and records
+which ran where in the fitted ``devices_``; a fit resolves this once
+(:meth:`unimap.methods._base.NeighborEmbedding._place_phases`);
 ``device="auto"`` means ``"cuda"`` when the ``gpu`` extra (numba-cuda) is installed and a
 GPU is usable, else ``"cpu"``.
 
