@@ -64,10 +64,11 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
     from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
     from unimap.optimizers.gdr_full_batch import FULL_BATCH_CLIP
     from unimap.optimizers.gdr_numba import umap_epoch
+    from unimap.optimizers.schedule import linear_decay
     from unimap.runtime.threads import adaptive_threads
 
     f32 = np.float32
-    rates = [f32(learning_rate * (1.0 - epoch / n_epochs)) for epoch in range(n_epochs)]
+    rates = linear_decay(learning_rate, n_epochs)
     Y = np.array(init, dtype=np.float32, order="C")
     Y_next, F, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
     threads = adaptive_threads(Y.shape[0])

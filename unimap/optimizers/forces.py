@@ -114,7 +114,10 @@ class SampledForces:
     def __init__(self, edges, transposed, attraction_scale: float, n_points: int, dim: int,
                  a: float, b: float, gamma: float, negatives: float, early_negatives: float,
                  n_early: int, shared: bool, seed: int) -> None:
-        self.edges, self.transposed = edges, transposed
+        from unimap.optimizers.gdr_common_numba import CSR, TransposedCSR
+
+        # named groups once per fit (they unpack as the plain triples the GPU code reads)
+        self.edges, self.transposed = CSR(*edges), TransposedCSR(*transposed)
         self.scale = np.float32(attraction_scale)
         self.a, self.b = np.float32(a), np.float32(b)
         self.gamma = float(gamma)
@@ -138,13 +141,12 @@ class SampledForces:
         return self.gamma / self.z
 
     def __call__(self, Y: np.ndarray, iteration: int):
-        from unimap.optimizers.gdr_common_numba import CSR, SampledKernel, TransposedCSR
+        from unimap.optimizers.gdr_common_numba import SampledKernel
         from unimap.optimizers.gdr_numba import tsne_forces
 
         kernel = SampledKernel(self.scale, self.negatives_at(iteration), self.a, self.b)
-        tsne_forces(Y, self._attraction, self._repulsion, self._z_rows, self._marks,
-                    CSR(*self.edges), TransposedCSR(*self.transposed), kernel, self.seed,
-                    np.int64(iteration), False, self.shared)
+        tsne_forces(Y, self._attraction, self._repulsion, self._z_rows, self._marks, self.edges,
+                    self.transposed, kernel, self.seed, np.int64(iteration), False, self.shared)
         self._inv_z[0] = self.inverse_z(self._z_rows.sum())
         return self._attraction, self._repulsion, self._inv_z
 
