@@ -22,6 +22,7 @@ times are only meaningful from the GPU machine.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -51,6 +52,9 @@ def _import_unimap() -> Any:
 
 def _unimap_fit(method: str, device: str, **params: Any):
     def fit(unimap: Any, X: np.ndarray, spec_params: dict) -> tuple[np.ndarray, dict]:
+        epochs = os.environ.get("UNIMAP_BENCH_EPOCHS")  # the simulator's rehearsal only
+        if epochs and method in ("GDR", "UMAP"):
+            params["n_epochs"] = int(epochs)
         est = getattr(unimap, method)(random_state=0, device=device, **params)
         Y = est.fit_transform(X)
         return Y, {"timings": est.timings_, "devices": est.devices_}
@@ -78,13 +82,50 @@ def _import_torchdr() -> Any:
     return torchdr
 
 
+def _peer_device() -> str:
+    """Where the GPU peers run: ``cuda``, or ``cpu`` for the simulator's rehearsal
+    (``UNIMAP_PEER_DEVICE=cpu``: a machine without a GPU checks the plumbing only)."""
+    return os.environ.get("UNIMAP_PEER_DEVICE", "cuda")
+
+
+def _import_torchdr_fixed() -> Any:
+    """TorchDR 0.5 with its symmetrisation's keys in int64: it builds ``i * n + j`` from int32
+    kNN indices, which overflow above 46,340 points ("bincount only supports 1-d non-negative
+    integral inputs" at MNIST-70k); casting the indices first is the whole fix."""
+    import torchdr
+    from torchdr.utils import sparse
+
+    merge = sparse.merge_symmetry
+    if not getattr(merge, "_unimap_int64", False):
+        def merge_int64(i, j, v, n):
+            return merge(i.long(), j.long(), v, n)
+        merge_int64._unimap_int64 = True
+        sparse.merge_symmetry = merge_int64
+    return torchdr
+
+
+def _torch_to_host(Y: Any) -> np.ndarray:
+    if hasattr(Y, "detach"):  # a torch tensor: the clock stops with it on the host
+        Y = Y.detach().cpu().numpy()
+    return np.asarray(Y)
+
+
 def _torchdr_fit(method: str, **params: Any):
     def fit(torchdr: Any, X: np.ndarray, spec_params: dict) -> tuple[np.ndarray, dict]:
-        Y = getattr(torchdr, method)(random_state=0, device="cuda", **params).fit_transform(X)
-        if hasattr(Y, "detach"):  # a torch tensor: the clock stops with it on the host
-            Y = Y.detach().cpu().numpy()
-        return np.asarray(Y), {}
+        model = getattr(torchdr, method)(random_state=0, device=_peer_device(), **params)
+        return _torch_to_host(model.fit_transform(X)), {}
     return fit
+
+
+def _import_gtsne() -> Any:
+    import g_tsne
+
+    return g_tsne
+
+
+def _gtsne_fit(g_tsne: Any, X: np.ndarray, spec_params: dict) -> tuple[np.ndarray, dict]:
+    """gpu-tsne 0.1 (a PyTorch FFT t-SNE that travels in 15 kB), 750 iterations by default."""
+    return _torch_to_host(g_tsne.TSNE(random_state=0, device=_peer_device()).fit_transform(X)), {}
 
 
 RUNNERS = {
@@ -95,20 +136,23 @@ RUNNERS = {
     "unimap-gdr-normalized-cuda": Runner(_import_unimap,
                                          _unimap_fit("GDR", "cuda", normalized=True)),
     "unimap-tsne-cpu": Runner(_import_unimap, _unimap_fit("TSNE", "cpu")),
+    "unimap-tsne-cuda": Runner(_import_unimap, _unimap_fit("TSNE", "cuda")),
     "cuml-umap": Runner(_import_cuml, _cuml_fit("UMAP")),
     "cuml-tsne": Runner(_import_cuml, _cuml_fit("TSNE")),
     # TorchDR (PyTorch): the GPU peer that can be carried where cuML cannot be installed
     # backend=None: torch on the GPU (its default, faiss, falls back to faiss-cpu without faiss-gpu)
-    "torchdr-umap": Runner(_import_torchdr, _torchdr_fit("UMAP", backend=None)),
+    "torchdr-umap": Runner(_import_torchdr_fixed, _torchdr_fit("UMAP", backend=None)),
     "torchdr-tsne": Runner(_import_torchdr, _torchdr_fit("TSNE", backend=None)),
+    "gtsne-tsne": Runner(_import_gtsne, _gtsne_fit),
 }
 
 
-def _load_mnist(root: Path) -> tuple[np.ndarray, np.ndarray]:
+def _load_mnist(root: Path, n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     sys.path.insert(0, str(root))
     from unimap.datasets import load_mnist
 
-    return load_mnist()
+    X, y = load_mnist(download=False)
+    return (X[:n], y[:n]) if n else (X, y)
 
 
 def _run(name: str, data: Path, workdir: Path, run_id: int) -> dict:
@@ -120,7 +164,7 @@ def _run(name: str, data: Path, workdir: Path, run_id: int) -> dict:
 
 def run_benchmark(args: argparse.Namespace) -> str:
     root = Path(__file__).resolve().parents[1]
-    X, y = _load_mnist(root)
+    X, y = _load_mnist(root, args.n)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -154,6 +198,7 @@ def run_benchmark(args: argparse.Namespace) -> str:
         f"Machine: {machine_description()}",
         "",
         f"Reproduce: `python benchmarks/gpu.py --runs {args.runs}"
+        + (f" --n {args.n}" if args.n else "")
         + (f" --only {' '.join(args.only)}" if args.only else "") + "`",
         "",
         markdown_table(headers, rows),
@@ -166,6 +211,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", nargs="+", choices=sorted(RUNNERS))
     parser.add_argument("--runs", type=int, default=3, help="warm runs per candidate")
     parser.add_argument("--out", type=Path, help="write the markdown table here")
+    parser.add_argument("--n", type=int, help="first N rows of MNIST (the rehearsal's tiny data)")
     parser.add_argument("--worker", choices=sorted(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--spec", help=argparse.SUPPRESS)
     return parser.parse_args(argv)

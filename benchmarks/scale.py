@@ -77,7 +77,10 @@ class _DeviceMemoryPeak:
         self.device, self.peak_mb = device, None
 
     def __enter__(self):
-        if self.device != "cuda":
+        from unimap.runtime.device import simulated
+
+        if self.device != "cuda" or simulated():  # the simulator has no device memory
+            self.device = "cpu"
             return self
         import threading
 
