@@ -21,9 +21,10 @@ class DirectedRows:
 
     def __init__(self, indices: np.ndarray, values: np.ndarray, n: int) -> None:
         indices = np.ascontiguousarray(indices, dtype=np.int32)
-        values = np.ascontiguousarray(values)
-        if values.dtype not in (np.float32, np.float64):
-            values = values.astype(np.float64)
+        if not hasattr(values, "__cuda_array_interface__"):  # device values stay there
+            values = np.ascontiguousarray(values)
+            if values.dtype not in (np.float32, np.float64):
+                values = values.astype(np.float64)
         if values.shape != indices.shape:
             raise ValueError(f"values of shape {values.shape} do not match the neighbour "
                              f"indices of shape {indices.shape}")
@@ -53,11 +54,12 @@ class DirectedRows:
 
     def combined(self, mode: int, *, drop_self: bool, compute: DTypeLike = np.float64,
                  out: DTypeLike = np.float32, mix: float = 1.0, divisor: float = 2.0,
-                 ) -> sp.csr_matrix:
+                 device: str = "cpu") -> sp.csr_matrix:
         """The matrix combined entry by entry with its transpose (``mode`` of
         :mod:`unimap.affinity.symmetrize_numba`), computed in ``compute`` and stored in ``out``,
         as CSR with sorted rows, without zeros (and without the diagonal where
-        ``drop_self``)."""
+        ``drop_self``); on the GPU with ``device="cuda"``
+        (:mod:`unimap.affinity.symmetrize_cuda`, the same values)."""
         from unimap.affinity import symmetrize_numba as kernels
         from unimap.runtime.dynamic_numba import workers
 
@@ -66,6 +68,13 @@ class DirectedRows:
         transposed = mode != kernels.DIRECTED
         if transposed and m != n:
             raise ValueError(f"affinities must be square to symmetrise, got {self.shape}")
+        if device == "cuda":
+            from unimap.affinity.symmetrize_cuda import combined_cuda
+
+            arrays = combined_cuda(self.indptr, self.columns, self.data, self.shape, mode,
+                                   compute(0), compute(mix), compute(1.0 - mix), divisor,
+                                   drop_self, np.dtype(out))
+            return _sorted_csr(*arrays, self.shape)
         nnz = self.columns.shape[0] if transposed else 0
         t_indptr = np.zeros(n + 1 if transposed else m + 1, dtype=np.int64)
         t_columns = np.empty(nnz, dtype=np.int32)
@@ -84,7 +93,13 @@ class DirectedRows:
         columns = np.empty(indptr[-1], dtype=np.int32)
         data = np.empty(indptr[-1], dtype=out)
         kernels.combine_rows(*arrays, *scalars, indptr, columns, data)
-        matrix = sp.csr_matrix((data, columns, indptr), shape=self.shape)
-        matrix.has_sorted_indices = True
-        matrix.has_canonical_format = True
-        return matrix
+        return _sorted_csr(indptr, columns, data, self.shape)
+
+
+def _sorted_csr(indptr: np.ndarray, columns: np.ndarray, data: np.ndarray,
+                shape: tuple[int, int]) -> sp.csr_matrix:
+    """A CSR matrix of rows already sorted and free of repeats (scipy is told, not asked)."""
+    matrix = sp.csr_matrix((data, columns, indptr), shape=shape)
+    matrix.has_sorted_indices = True
+    matrix.has_canonical_format = True
+    return matrix

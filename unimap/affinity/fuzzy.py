@@ -14,7 +14,8 @@ import scipy.sparse as sp
 from unimap.affinity.directed import DirectedRows
 from unimap.runtime.validation import check_float
 
-__all__ = ["smooth_knn_dist", "membership_weights", "fuzzy_union", "fuzzy_simplicial_set"]
+__all__ = ["smooth_knn_dist", "membership_weights", "directed_memberships", "fuzzy_union",
+           "fuzzy_simplicial_set"]
 
 
 def smooth_knn_dist(
@@ -85,6 +86,7 @@ def fuzzy_simplicial_set(
     n_samples: int | None = None,
     local_connectivity: float = 1.0,
     set_op_mix_ratio: float = 1.0,
+    device: str = "cpu",
 ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """UMAP's symmetric fuzzy graph from a kNN graph.
 
@@ -96,6 +98,9 @@ def fuzzy_simplicial_set(
         Number of vertices (default: ``indices.shape[0]``).
     local_connectivity : float, default=1.0
     set_op_mix_ratio : float in [0, 1], default=1.0
+    device : {"cpu", "cuda"}, default="cpu"
+        Where to calibrate and symmetrise (:mod:`unimap.affinity.calibration_cuda`,
+        :mod:`unimap.affinity.symmetrize_cuda` on the GPU).
 
     Returns
     -------
@@ -107,9 +112,22 @@ def fuzzy_simplicial_set(
     check_float(set_op_mix_ratio, "set_op_mix_ratio", 0.0, 1.0)
     check_float(local_connectivity, "local_connectivity", 0.0, low_inclusive=True)
     n = indices.shape[0] if n_samples is None else n_samples
-    k = indices.shape[1]
-    sigmas, rhos = smooth_knn_dist(distances, k, local_connectivity)
-    directed = DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
-    graph = directed.combined(UNION, drop_self=False, compute=np.float32,
-                              mix=set_op_mix_ratio)
+    weights, sigmas, rhos = directed_memberships(indices, distances, local_connectivity,
+                                                 device)
+    graph = DirectedRows(indices, weights, n).combined(
+        UNION, drop_self=False, compute=np.float32, mix=set_op_mix_ratio, device=device)
     return graph, sigmas, rhos
+
+
+def directed_memberships(indices: np.ndarray, distances: np.ndarray,
+                         local_connectivity: float = 1.0, device: str = "cpu"):
+    """``(weights, sigmas, rhos)``: :func:`smooth_knn_dist` (target ``k``) and
+    :func:`membership_weights`, on the GPU with ``device="cuda"``, where the (n, k) weights
+    stay on the device for the symmetrisation."""
+    if device == "cuda":
+        from unimap.affinity.calibration_cuda import fuzzy_memberships_cuda
+
+        return fuzzy_memberships_cuda(indices, distances, distances.shape[1],
+                                      local_connectivity)
+    sigmas, rhos = smooth_knn_dist(distances, distances.shape[1], local_connectivity)
+    return membership_weights(indices, distances, sigmas, rhos), sigmas, rhos

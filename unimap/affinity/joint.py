@@ -13,8 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.affinity.directed import DirectedRows
-from unimap.affinity.fuzzy import membership_weights, smooth_knn_dist
-from unimap.affinity.perplexity import conditional_probabilities
+from unimap.affinity.fuzzy import directed_memberships
+from unimap.affinity.perplexity import calibrated_probabilities
 
 __all__ = ["knn_affinities", "joint_affinities"]
 
@@ -37,6 +37,7 @@ def joint_affinities(
     symmetrization: str,
     normalize: bool,
     perplexity: float | None = None,
+    device: str = "cpu",
 ) -> sp.csr_matrix:
     """P of GDR, any combination of the directed affinities and the symmetrisations.
 
@@ -52,6 +53,8 @@ def joint_affinities(
         Scale P to sum 1.
     perplexity : float
         For ``kind="perplexity"``.
+    device : {"cpu", "cuda"}, default="cpu"
+        Where to calibrate and symmetrise.
 
     Returns
     -------
@@ -62,14 +65,14 @@ def joint_affinities(
 
     n = indices.shape[0]
     if kind == "perplexity":
-        probabilities, _ = conditional_probabilities(distances[:, 1:], perplexity)
+        probabilities, _ = calibrated_probabilities(distances[:, 1:], perplexity, device)
         directed = DirectedRows(indices[:, 1:], probabilities, n)
     else:
-        sigmas, rhos = smooth_knn_dist(distances, distances.shape[1])
-        directed = DirectedRows(indices, membership_weights(indices, distances, sigmas, rhos), n)
+        weights, _, _ = directed_memberships(indices, distances, device=device)
+        directed = DirectedRows(indices, weights, n)
     # in float64 whatever the memberships' dtype: P's bits as they were (scipy's float64)
     mode = {"umap": UNION, "tsne": MEAN}.get(symmetrization, DIRECTED)
-    P = directed.combined(mode, drop_self=True, compute=np.float64)
+    P = directed.combined(mode, drop_self=True, compute=np.float64, device=device)
     if normalize and P.nnz:
         P.data /= np.float32(P.data.sum(dtype=np.float64))
     return P

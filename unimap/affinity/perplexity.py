@@ -85,7 +85,7 @@ def symmetrize_tsne(conditional: sp.csr_matrix) -> sp.csr_matrix:
 
 def perplexity_affinities(
     indices: np.ndarray, distances: np.ndarray, perplexity: float,
-    n_samples: int | None = None,
+    n_samples: int | None = None, device: str = "cpu",
 ) -> tuple[sp.csr_matrix, np.ndarray]:
     """t-SNE's joint probabilities P from a kNN graph (the same function serves GDR's t-SNE mode).
 
@@ -97,6 +97,8 @@ def perplexity_affinities(
     perplexity : float
     n_samples : int, optional
         Number of vertices (default: ``indices.shape[0]``).
+    device : {"cpu", "cuda"}, default="cpu"
+        Where to calibrate and symmetrise.
 
     Returns
     -------
@@ -109,6 +111,17 @@ def perplexity_affinities(
     if indices.shape[1] < 2:
         raise ValueError("perplexity_affinities needs at least one neighbour besides the point")
     n = indices.shape[0] if n_samples is None else n_samples
-    probabilities, sigmas = conditional_probabilities(distances[:, 1:], perplexity)
+    probabilities, sigmas = calibrated_probabilities(distances[:, 1:], perplexity, device)
     directed = DirectedRows(indices[:, 1:], probabilities, n)
-    return directed.combined(MEAN, drop_self=False, divisor=2.0 * n), sigmas
+    return directed.combined(MEAN, drop_self=False, divisor=2.0 * n, device=device), sigmas
+
+
+def calibrated_probabilities(distances: np.ndarray, perplexity: float, device: str = "cpu"):
+    """:func:`conditional_probabilities`, on the GPU with ``device="cuda"`` (where the
+    probabilities stay on the device for the symmetrisation)."""
+    if device == "cuda":
+        from unimap.affinity.calibration_cuda import conditional_probabilities_cuda
+
+        check_float(perplexity, "perplexity", 0.0, low_inclusive=False)
+        return conditional_probabilities_cuda(distances, perplexity)
+    return conditional_probabilities(distances, perplexity)

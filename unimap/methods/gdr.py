@@ -305,7 +305,8 @@ class GDR(NeighborEmbedding):
         n = knn_indices.shape[0]
         P = joint_affinities(knn_indices, knn_dists,
                              "perplexity" if self.normalized else "fuzzy",
-                             fit.symmetrization_, self.normalized, fit.perplexity_)
+                             fit.symmetrization_, self.normalized, fit.perplexity_,
+                             device=fit.devices_["affinities"])
         fit.mean_weight_ = float(P.data.mean()) if P.nnz else 0.0
         if fit.n_negatives_ is None:  # M = 1000 shared samples per epoch: n_negatives·nnz/n
             fit.n_negatives_ = defaults.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)

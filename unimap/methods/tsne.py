@@ -261,7 +261,8 @@ default="pca"
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity.perplexity import perplexity_affinities
 
-        P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_)
+        P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_,
+                                               device=fit.devices_["affinities"])
         return P
 
     def _optimize(self, fit, init, seed):

@@ -235,7 +235,8 @@ default="spectral"
         from unimap.optimizers.umap_sgd import prune_graph
 
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
-            knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio)
+            knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio,
+            device=fit.devices_["affinities"])
         fit.pruned_graph = prune_graph(graph, fit.n_epochs_)
         return graph
 

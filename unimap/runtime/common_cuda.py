@@ -12,7 +12,7 @@ from unimap.runtime.device import simulated
 from unimap.runtime.floor_numba import floor32
 
 __all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
-           "check_device_memory", "launch_cooperative", "rows_launch", "to_device"]
+           "check_device_memory", "launch_cooperative", "rows_launch", "to_device", "as_device"]
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
@@ -122,3 +122,10 @@ def launch_cooperative(kernel, work: int, *args) -> None:
 def to_device(*arrays: np.ndarray) -> list:
     """Contiguous device copies of host arrays."""
     return [cuda.to_device(np.ascontiguousarray(array)) for array in arrays]
+
+
+def as_device(array):
+    """A device array as it is; a host array copied to the device (contiguous)."""
+    if hasattr(array, "__cuda_array_interface__") or hasattr(array, "copy_to_host"):
+        return array
+    return cuda.to_device(np.ascontiguousarray(array))
