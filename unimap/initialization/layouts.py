@@ -40,6 +40,7 @@ def initialize(
     n_components: int,
     seed: int,
     scale: str,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, dict]:
     """The start of an embedding, as every neighbour-embedding method makes it.
 
@@ -56,6 +57,9 @@ def initialize(
         ``"box"`` (UMAP): random starts are uniform in ±10 and the others are mapped onto
         ``[0, 10]`` per coordinate (a spectral start that fell back to random keeps its own
         scale); ``"std"`` (t-SNE): centred, standard deviation 1e-4.
+    device : {"cpu", "cuda"}, default="cpu"
+        Where a spectral start's eigenvectors are computed
+        (:func:`unimap.initialization.spectral.spectral_init`).
 
     Returns
     -------
@@ -79,7 +83,7 @@ def initialize(
         info = {"method": "pca", "fallback": None}
     else:
         data = None if (X is None or sp.issparse(X)) else X
-        Y, info = spectral_init(graph, n_components, seed, data)
+        Y, info = spectral_init(graph, n_components, seed, data, device=device)
         if info["fallback"] is not None and scale == "box":
             return Y, info
     return (rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)), info

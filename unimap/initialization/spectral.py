@@ -30,18 +30,29 @@ _DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space small
 
 
 def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
-                    limit_blas: bool = True) -> np.ndarray | None:
+                    limit_blas: bool = True, device: str = "cpu") -> np.ndarray | None:
     """Eigenvectors 2..(d+1) of the symmetric normalised Laplacian of a connected graph.
 
     The smallest eigenvectors of ``L = I − D^{-1/2} W D^{-1/2}`` are the largest of the
     normalised adjacency ``D^{-1/2} W D^{-1/2}``, which ARPACK finds much faster (no
     shift-invert needed). Returns None if the graph is too small or the solver fails.
     ``limit_blas=False``: the caller has already limited BLAS to one thread.
+    ``device="cuda"``: LOBPCG on the GPU above ``_DENSE_EIGH_MAX`` vertices
+    (:mod:`unimap.initialization.spectral_cuda`), ARPACK here if it does not converge.
     """
     n = graph.shape[0]
     k = n_components + 1
     if n <= k:
         return None
+    if device == "cuda" and n > _DENSE_EIGH_MAX:
+        from unimap.initialization.spectral_cuda import spectral_layout_cuda
+
+        found = spectral_layout_cuda(sp.csr_matrix(graph), n_components, seed)
+        if found is not None:
+            layouts, finite = _oriented_layouts(found[0][None], found[1][None], n_components)
+            return layouts[0] if finite[0] else None
+        warnings.warn("LOBPCG on the GPU did not converge for the spectral initialization; "
+                      "ARPACK computes it on the CPU", stacklevel=3)
     adjacency, degrees = _normalized_adjacency(graph)
     try:
         if n <= _DENSE_EIGH_MAX:
@@ -123,6 +134,7 @@ def spectral_init(
     n_components: int,
     seed: int,
     data: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> tuple[np.ndarray, dict]:
     """Spectral embedding of a (possibly disconnected) affinity graph.
 
@@ -133,6 +145,8 @@ def spectral_init(
 
     ``seed`` is split into three streams: the eigensolver's start vector, the tie-breaking
     noise, and the random layouts (fallback, meta positions, small components).
+    ``device="cuda"`` lays out a connected graph on the GPU (:func:`spectral_layout`); the
+    components of a disconnected one are laid out on the CPU.
 
     Returns
     -------
@@ -146,7 +160,7 @@ def spectral_init(
     info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
                             "fallback": None}
     if n_comp == 1:
-        layout = spectral_layout(graph, n_components, solver_seed)
+        layout = spectral_layout(graph, n_components, solver_seed, device=device)
         if layout is not None:
             return _expand(layout, noise_seed), info
         info["fallback"] = "random (eigensolver failed or graph too small)"
