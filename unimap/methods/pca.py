@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from unimap.decomposition.pca import SOLVERS, fit_pca, project
 from unimap.methods._estimator import UnimapEstimator
+from unimap.runtime.device import DEVICES
 from unimap.runtime.params import Boolean, Integer, Options, Seed
 from unimap.runtime.random_streams import seed_from_random_state
 from unimap.runtime.validation import check_array, check_int, is_dask_collection
@@ -55,6 +56,13 @@ class PCA(UnimapEstimator):
         Power iterations of the randomized solver.
     random_state : int, Generator or None, default=None
         Seed of the randomized solver.
+    device : {"auto", "cpu", "cuda"}, default="auto"
+        Where the covariance solver sums its matrix (:mod:`unimap.runtime.device`):
+        ``"cuda"`` on the GPU (:mod:`unimap.decomposition.pca_cuda`; the d × d
+        eigenproblem and the projections stay on the CPU), ``"auto"`` there when a GPU is
+        usable. The full and randomized solvers have no CUDA kernels yet: with
+        ``device="cuda"`` they run on the CPU and say so. ``device_`` records where the fit
+        ran.
 
     Attributes
     ----------
@@ -69,6 +77,8 @@ class PCA(UnimapEstimator):
     n_samples_ : int
     svd_solver_ : str
         The solver used.
+    device_ : {"cpu", "cuda"}
+        Where the fit's decomposition ran.
     timings_ : dict
         Seconds spent in ``fit``.
     """
@@ -79,6 +89,7 @@ class PCA(UnimapEstimator):
         "whiten": Boolean(),
         "n_iter": Integer(0),
         "random_state": Seed(),
+        "device": Options(*DEVICES),
     }
     _fitted_attribute = "components_"
 
@@ -89,12 +100,14 @@ class PCA(UnimapEstimator):
         whiten: bool = False,
         n_iter: int = 6,
         random_state: Any = None,
+        device: str = "auto",
     ) -> None:
         self.n_components = n_components
         self.svd_solver = svd_solver
         self.whiten = whiten
         self.n_iter = n_iter
         self.random_state = random_state
+        self.device = device
 
     def fit(self, X: Any, y: Any = None) -> PCA:
         """Fit the model on ``X`` of shape (n_samples, n_features) (an AnnData gives its
@@ -166,8 +179,32 @@ class PCA(UnimapEstimator):
 
             solver = choose_solver(n, d, k)
         seed = seed_from_random_state(self.random_state) if solver == "randomized" else 0
-        self._store(fit_pca(X, k, solver, self.n_iter, seed), n, d, vars(names), start)
+        if self._on_gpu(solver):
+            from unimap.decomposition.pca_cuda import fit_pca_cuda
+
+            axes = fit_pca_cuda(np.ascontiguousarray(X), k, dtype=X.dtype)
+            self._store(axes, n, d, vars(names), start, "cuda")
+        else:
+            self._store(fit_pca(X, k, solver, self.n_iter, seed), n, d, vars(names), start)
         return X
+
+    def _on_gpu(self, solver: str) -> bool:
+        """Whether this fit's solver runs on the GPU (the covariance solver, for
+        ``device="cuda"``, or ``"auto"`` with a usable GPU); warns where ``device="cuda"``
+        asked for a solver without CUDA kernels."""
+        import warnings
+
+        from unimap.runtime.device import resolve_device
+
+        if resolve_device(self.device) != "cuda":
+            return False
+        if solver == "covariance":
+            return True
+        if self.device == "cuda":
+            warnings.warn(f"PCA's {solver!r} solver has no CUDA kernels yet; it runs on the "
+                          "CPU (svd_solver='covariance' runs on the GPU; device_ records "
+                          "where the fit ran)", UserWarning, stacklevel=4)
+        return False
 
     def _fit_dask(self, X: Any, start: float) -> Any:
         """Fit on a dask array without gathering it: one pass over its blocks for the
@@ -190,10 +227,12 @@ class PCA(UnimapEstimator):
         self._store(axes, moments.n, d, {}, start)
         return X
 
-    def _store(self, axes: Any, n: int, d: int, names: dict, start: float) -> None:
+    def _store(self, axes: Any, n: int, d: int, names: dict, start: float,
+               device: str = "cpu") -> None:
         fitted = dict(
             names, n_samples_=n, n_features_in_=d, n_components_=axes.components.shape[0],
-            svd_solver_=axes.solver, components_=axes.components, mean_=axes.mean,
+            svd_solver_=axes.solver, device_=device, components_=axes.components,
+            mean_=axes.mean,
             explained_variance_=axes.explained_variance,
             explained_variance_ratio_=axes.explained_variance_ratio,
             singular_values_=axes.singular_values,

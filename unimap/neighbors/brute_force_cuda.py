@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from unimap.neighbors.candidates import HNSW_PCA_DIM, fit_candidate_pca
+from unimap.neighbors.candidates import HNSW_PCA_DIM, candidate_sample_step
 from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 from unimap.runtime.distance_numba import sq_dist
@@ -126,24 +126,27 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest rows of ``data`` (prepared: float32, euclidean geometry) to each
     row, the row itself included: ``(indices int64, distances float32)``, ascending.
 
-    Data wider than ``MAX_DIM`` are searched in a PCA projection (axes from a strided sample
-    rows: :func:`unimap.neighbors.candidates.fit_candidate_pca`, as on the CPU) and re-ranked
-    exactly.
+    Data wider than ``MAX_DIM`` are searched in a PCA projection and re-ranked exactly: its
+    axes from the strided sample of rows the CPU takes
+    (:func:`unimap.neighbors.candidates.candidate_sample_step`), fitted and applied on the GPU
+    (:mod:`unimap.decomposition.pca_cuda`), so the data cross to the device once.
     """
-    from unimap.decomposition.pca import project
+    from unimap.decomposition.pca_cuda import fit_pca_cuda, project_cuda
 
     n, d = data.shape
     check_device_memory(device_bytes(n, d, k), "the kNN graph on the GPU")
     reduced = d > MAX_DIM
     # Zero columns up to MAX_DIM change no distance (each adds 0.0 after the real ones).
-    search = np.zeros((n, MAX_DIM), np.float32)
     if reduced:
-        search[:, :CANDIDATE_DIM] = project(data, fit_candidate_pca(data))
+        d_data = cuda.to_device(np.ascontiguousarray(data, dtype=np.float32))
+        axes = fit_pca_cuda(d_data, CANDIDATE_DIM, candidate_sample_step(n))
+        d_search = project_cuda(d_data, axes, MAX_DIM)
     else:
+        search = np.zeros((n, MAX_DIM), np.float32)
         search[:, :d] = data
+        d_search = cuda.to_device(search)
     n_cand = n_candidates(n, k, reduced)
     blocks, threads = rows_launch(n)
-    d_search = cuda.to_device(search)
     cand_idx = cuda.device_array((n, n_cand), np.int32)
     cand_dist = cuda.device_array((n, n_cand), np.float32)
     _top_candidates[blocks, threads](d_search, n_cand, cand_idx, cand_dist)
@@ -153,7 +156,6 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         del d_search
         out_idx = cuda.device_array((n, k), np.int32)
         out_dist = cuda.device_array((n, k), np.float32)
-        _rerank[blocks, threads](cuda.to_device(np.ascontiguousarray(data, dtype=np.float32)),
-                                 cand_idx, k, out_idx, out_dist)
+        _rerank[blocks, threads](d_data, cand_idx, k, out_idx, out_dist)
         idx, sq = out_idx.copy_to_host(), out_dist.copy_to_host()
     return idx.astype(np.int64), np.sqrt(np.maximum(sq, 0.0))

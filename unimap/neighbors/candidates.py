@@ -15,7 +15,7 @@ import numpy as np
 
 from unimap.decomposition.pca import fit_pca
 
-__all__ = ["HNSW_PCA_DIM", "HNSW_PCA_SAMPLES", "fit_candidate_pca"]
+__all__ = ["HNSW_PCA_DIM", "HNSW_PCA_SAMPLES", "fit_candidate_pca", "candidate_sample_step"]
 
 HNSW_PCA_DIM = 50  # the projection's dimension
 HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
@@ -32,5 +32,10 @@ def fit_candidate_pca(data: np.ndarray) -> Any:
     """
     if data.shape[1] <= HNSW_PCA_DIM:
         return None
-    step = max(1, data.shape[0] // HNSW_PCA_SAMPLES)
+    step = candidate_sample_step(data.shape[0])
     return fit_pca(np.ascontiguousarray(data[::step]), HNSW_PCA_DIM, solver="covariance")
+
+
+def candidate_sample_step(n: int) -> int:
+    """The stride of the rows the candidate projection is fitted on (the GPU's too)."""
+    return max(1, n // HNSW_PCA_SAMPLES)
