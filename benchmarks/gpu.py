@@ -57,7 +57,8 @@ def _unimap_fit(method: str, device: str, **params: Any):
             params["n_epochs"] = int(epochs)
         est = getattr(unimap, method)(random_state=0, device=device, **params)
         Y = est.fit_transform(X)
-        return Y, {"timings": est.timings_, "devices": est.devices_}
+        devices = getattr(est, "devices_", None) or {"fit": est.device_}  # PCA: one phase
+        return Y, {"timings": est.timings_, "devices": devices}
     return fit
 
 
@@ -137,6 +138,8 @@ RUNNERS = {
                                          _unimap_fit("GDR", "cuda", normalized=True)),
     "unimap-tsne-cpu": Runner(_import_unimap, _unimap_fit("TSNE", "cpu")),
     "unimap-tsne-cuda": Runner(_import_unimap, _unimap_fit("TSNE", "cuda")),
+    "unimap-pca-cuda": Runner(_import_unimap, _unimap_fit("PCA", "cuda")),
+    "unimap-pca-cpu": Runner(_import_unimap, _unimap_fit("PCA", "cpu")),
     "cuml-umap": Runner(_import_cuml, _cuml_fit("UMAP")),
     "cuml-tsne": Runner(_import_cuml, _cuml_fit("TSNE")),
     # TorchDR (PyTorch): the GPU peer that can be carried where cuML cannot be installed

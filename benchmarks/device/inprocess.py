@@ -35,6 +35,7 @@ ESTIMATORS = {  # name in the table -> (class name, extra parameters)
     "GDRn": ("GDR", {"normalized": True}),
     "UMAP": ("UMAP", {}),
     "TSNE": ("TSNE", {}),
+    "PCA": ("PCA", {}),
 }
 
 
@@ -50,8 +51,10 @@ def _make(name: str, device: str, verbose: bool = False):
     import unimap
 
     cls, params = ESTIMATORS[name]
-    return getattr(unimap, cls)(random_state=0, device=device, verbose=verbose,
-                                **params, **rehearsal_params(cls))
+    if cls != "PCA":  # PCA has no verbose output
+        params = {**params, "verbose": verbose}
+    return getattr(unimap, cls)(random_state=0, device=device, **params,
+                                **rehearsal_params(cls))
 
 
 def _mnist(n: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +81,7 @@ def mnist_rows(methods: list[str], device: str, n: int | None) -> list[dict]:
         model, Y = fits[int(np.argmin(seconds))]
         row = {"method": name, "n": len(X), "warm_s": round(min(seconds), 3),
                "phases": {k: round(v, 3) for k, v in model.timings_.items()},
-               "devices": model.devices_,
+               "devices": getattr(model, "devices_", None) or {"fit": model.device_},
                "bitwise_repeat": bool(np.array_equal(fits[0][1], fits[1][1])),
                "knn_acc10": round(knn_accuracy(Y, y, 10), 4),
                "trust15": round(trustworthiness_sample(X, Y, 15), 4)}
@@ -107,7 +110,7 @@ def scale_row(method: str, device: str, n: int, source: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--methods", default="GDR,GDRn,UMAP,TSNE")
+    parser.add_argument("--methods", default="GDR,GDRn,UMAP,TSNE,PCA")
     parser.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
     parser.add_argument("--n", type=int, help="first N MNIST rows (the rehearsal's tiny data)")
     parser.add_argument("--scale", type=int, help="one verbose fit of this many points")

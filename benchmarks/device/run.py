@@ -54,11 +54,11 @@ def steps(out: Path, tiny: bool) -> list[Step]:
     inprocess = [py, str(BENCH / "device" / "inprocess.py")]
     gpu = [py, str(BENCH / "gpu.py")]
     return [
-        Step("warm", 60, 170, [*inprocess, "--methods", "GDR,GDRn,UMAP,TSNE", *n,
+        Step("warm", 60, 170, [*inprocess, "--methods", "GDR,GDRn,UMAP,TSNE,PCA", *n,
                                "--json", str(out / "inprocess.jsonl")]),
         Step("fresh", 60, 150, [*gpu, *runs, *n, "--out", str(out / "fresh.md"), "--only",
                                 "unimap-gdr-cuda", "unimap-gdr-normalized-cuda",
-                                "unimap-umap-cuda", "unimap-tsne-cuda"]),
+                                "unimap-umap-cuda", "unimap-tsne-cuda", "unimap-pca-cuda"]),
         Step("tests", 30, 120, [py, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
                                 str(ROOT / "tests" / "device")]),
         Step("peers", 60, 150, [*gpu, "--runs", "1", *n, "--out", str(out / "peers.md"),
@@ -68,7 +68,8 @@ def steps(out: Path, tiny: bool) -> list[Step]:
         Step("scale1m-mnist", 40, 150, [*inprocess, "--scale", big, "--methods", "GDR",
                                         "--source", "mnist", "--json", str(out / "scale.jsonl")]),
         Step("cpu", 90, 200, [*gpu, "--runs", "1", *n, "--out", str(out / "cpu.md"), "--only",
-                              "unimap-gdr-cpu", "unimap-umap-cpu", "unimap-tsne-cpu"]),
+                              "unimap-gdr-cpu", "unimap-umap-cpu", "unimap-tsne-cpu",
+                              "unimap-pca-cpu"]),
         Step("scale10m", 60, 240, [*inprocess, "--scale", huge, "--methods", "GDR", "--source",
                                    "gauss", "--json", str(out / "scale.jsonl")]),
     ]

@@ -107,13 +107,13 @@ from unimap.metrics import knn_accuracy, trustworthiness
 X, y = make_blobs(200, n_features=10, centers=4, cluster_std=2.0, random_state=0)
 fits = [unimap.GDR(random_state=0, n_epochs=60, device=d).fit(X)
         for d in ("cpu", "cuda", "cuda")]
-print(fits[1].device_, fits[1].devices_["optimize"], fits[1].devices_["neighbors"])
+print(fits[1].device_, *fits[1].devices_.values())
 print(int(np.array_equal(fits[1].embedding_, fits[2].embedding_)))
 for f in fits[:2]:
     print(trustworthiness(X, f.embedding_, 10), knn_accuracy(f.embedding_, y, 10))
 """)
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["cuda", "cuda", "cuda"]
+    assert lines[0].split() == ["cuda"] * 5  # every phase: neighbours to optimizer
     assert lines[1] == "1"  # bitwise the same run after run: no atomics, counter-based RNG
     (t_cpu, acc_cpu), (t_gpu, acc_gpu) = (map(float, line.split()) for line in lines[2:4])
     # 200 points and 60 epochs: the two runs part after the first epochs' rounding, so they
@@ -176,6 +176,41 @@ for d, metric in ((20, "euclidean"), (20, "cosine"), (120, "euclidean")):
             assert float(same) >= 0.98
 
 
+def test_pca_on_cuda_matches_the_cpus_covariance_solver():
+    # The kNN's candidate axes on the GPU (every 3rd row, as the CPU's strided sample) and
+    # the projection there, against the CPU's solver: equal up to float rounding (the GPU sums
+    # float64 products, the CPU float32 ones by blocks), signs fixed the same way.
+    out = run_simulated("""
+import numpy as np
+from unimap.decomposition.pca import fit_pca, project
+from unimap.decomposition.pca_cuda import fit_pca_cuda, project_cuda
+rng = np.random.default_rng(0)
+X = (rng.standard_normal((240, 70)) @ rng.standard_normal((70, 70))).astype(np.float32) + 5
+cpu = fit_pca(np.ascontiguousarray(X[::3]), 8, solver="covariance")
+gpu = fit_pca_cuda(X, 8, step=3)
+projected = project_cuda(X, gpu, 12).copy_to_host()
+print(np.abs(cpu.components - gpu.components).max(),
+      np.abs(cpu.explained_variance / gpu.explained_variance - 1).max(),
+      np.abs(projected[:, :8] - project(X, cpu)).max() / np.abs(projected).max(),
+      np.abs(projected[:, 8:]).max(), gpu.solver)
+import warnings, unimap
+for dtype in (np.float32, np.float64):
+    on_cpu, on_gpu = (unimap.PCA(5, svd_solver="covariance", device=d).fit(X.astype(dtype))
+                      for d in ("cpu", "cuda"))
+    print(on_gpu.device_, on_gpu.components_.dtype == dtype,
+          np.abs(on_cpu.components_ - on_gpu.components_).max() < 1e-4)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    randomized = unimap.PCA(5, svd_solver="randomized", device="cuda").fit(X)
+print(randomized.device_, sum("no CUDA kernels" in str(w.message) for w in caught))
+""")
+    lines = out.strip().splitlines()
+    components, variance, projection, padding, solver = lines[0].split()
+    assert float(components) < 1e-4 and float(variance) < 1e-5 and float(projection) < 1e-5
+    assert float(padding) == 0.0 and solver == "covariance"
+    assert lines[1:] == ["cuda True True", "cuda True True", "cpu 1"]  # the estimator too
+
+
 def test_a_model_fitted_with_the_gpu_knn_transforms_and_saves_on_the_cpu():
     out = run_simulated("""
 import numpy as np, tempfile, os, unimap
@@ -236,6 +271,83 @@ for f in fits[:2]:
     assert abs(t_cpu - t_gpu) <= 0.03 and acc_gpu >= acc_cpu - 0.02
 
 
+def test_the_affinities_on_cuda_equal_the_cpus_bitwise():
+    # The GPU runs the CPU's row functions and sorts each row of Aᵀ into the CPU's order after
+    # the atomic scatter, so every matrix and calibration equals the CPU's, here with a hub
+    # (point 0 in 70 rows), duplicated points, a fuzzy intersection mix, and each kind of
+    # directed affinity with each symmetrisation.
+    out = run_simulated("""
+import numpy as np
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
+from unimap.affinity.joint import joint_affinities
+from unimap.affinity.perplexity import perplexity_affinities
+from unimap.neighbors import NeighborIndex
+rng = np.random.default_rng(0)
+X = rng.standard_normal((90, 5)).astype(np.float32)
+X[10:14] = X[9]
+graph = NeighborIndex("euclidean", "exact").build(X).knn_graph(8)
+indices, distances = graph.indices.copy(), graph.distances
+indices[20:, 7] = 0
+def same(a, b):
+    return (np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+            and np.array_equal(a.data, b.data) and a.dtype == b.dtype)
+cpu, gpu = (fuzzy_simplicial_set(indices, distances, set_op_mix_ratio=0.4, device=d)
+            for d in ("cpu", "cuda"))
+print("fuzzy", same(cpu[0], gpu[0]) and np.array_equal(cpu[1], gpu[1])
+      and np.array_equal(cpu[2], gpu[2]))
+for kind, symmetrization, normalize in (("fuzzy", "umap", False), ("fuzzy", "none", True),
+                                        ("perplexity", "tsne", True)):
+    cpu, gpu = (joint_affinities(indices, distances, kind, symmetrization, normalize, 3.0,
+                                 device=d) for d in ("cpu", "cuda"))
+    print(kind, symmetrization, same(cpu, gpu) and cpu.nnz > 0)
+cpu, gpu = (perplexity_affinities(indices, distances, 3.0, device=d) for d in ("cpu", "cuda"))
+print("tsne", same(cpu[0], gpu[0]) and np.array_equal(cpu[1], gpu[1]))
+""")
+    results = [line.rsplit(" ", 1) for line in out.strip().splitlines()]
+    assert len(results) == 5 and all(ok == "True" for _, ok in results), out
+
+
+def test_the_shell_sort_of_a_hubs_row():
+    # A row of Aᵀ as long as a hub's (2,000 entries, every gap of the sort in use), reversed
+    # and shuffled, comes out sorted.
+    out = run_simulated("""
+import numpy as np
+from numba import cuda
+from unimap.affinity.symmetrize_cuda import _sort_rows
+rng = np.random.default_rng(0)
+keys = np.concatenate([np.arange(2000)[::-1], rng.permutation(50), [7]]).astype(np.int64)
+indptr = np.array([0, 2000, 2050, 2051], dtype=np.int64)
+device_keys = cuda.to_device(keys)
+_sort_rows[1, 3](cuda.to_device(indptr), device_keys)
+keys = device_keys.copy_to_host()
+print(int(np.array_equal(keys[:2000], np.arange(2000))
+          and np.array_equal(keys[2000:2050], np.arange(50)) and keys[2050] == 7))
+""")
+    assert out.strip() == "1"
+
+
+def test_the_spectral_start_on_cuda_spans_arpacks():
+    # LOBPCG over the GPU's kernels against ARPACK on the CPU: the same 2-D subspace (the
+    # cosines of its principal angles), and the same bits in two runs (no atomics).
+    out = run_simulated("""
+import numpy as np
+from sklearn.datasets import make_blobs
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
+from unimap.initialization.spectral import spectral_layout
+from unimap.neighbors import NeighborIndex
+X, _ = make_blobs(150, n_features=10, centers=3, cluster_std=6.0, random_state=0)
+knn = NeighborIndex("euclidean", "exact").build(X.astype(np.float32)).knn_graph(15)
+graph = fuzzy_simplicial_set(knn.indices, knn.distances)[0]
+cpu = spectral_layout(graph, 2, 0)
+gpu, again = (spectral_layout(graph, 2, 0, device="cuda") for _ in range(2))
+unit = lambda a: a / np.linalg.norm(a, axis=0)
+print(np.linalg.svd(unit(cpu).T @ unit(gpu.astype(np.float64)), compute_uv=False).min())
+print(int(np.array_equal(gpu, again)))
+""")
+    cosine, repeat = out.strip().splitlines()
+    assert float(cosine) > 0.9999 and repeat == "1"
+
+
 def test_the_guard_stops_a_non_finite_epoch_on_cuda():
     out = run_simulated(EDGES + """
 from unimap.runtime.guards import FiniteGuard, NonFiniteError
@@ -251,7 +363,7 @@ except NonFiniteError as exc:
     assert "the forces became NaN or infinite at epoch 1 (first in row 5, 1 rows" in out
 
 
-def test_methods_without_cuda_kernels_warn_and_run_on_the_cpu():
+def test_optimizers_without_cuda_kernels_warn_and_run_on_the_cpu():
     out = run_simulated("""
 import warnings, unimap
 from sklearn.datasets import make_blobs
@@ -268,11 +380,12 @@ for est in (unimap.TSNE(random_state=0, device="cuda", knn_method="exact"),
     print(est.device_, set(est.devices_.values()), len(cuda_warnings), cuda_warnings)
 """)
     tsne, normalized, auto, tsne_knn = out.strip().splitlines()
-    assert tsne.startswith("cpu {'cpu'} 1") and "TSNE has no CUDA kernels" in tsne
-    # with the default knn_method, TSNE's neighbours run on the GPU: no warning then
-    assert tsne_knn.startswith("cuda {'cpu', 'cuda'} 0") or tsne_knn.startswith(
-        "cuda {'cuda', 'cpu'} 0")
-    assert normalized.startswith("cpu {'cpu'} 1") and "normalized=True" in normalized
+    # the affinities run on the GPU, the optimizer falls back to the CPU and says so
+    for line in (tsne, tsne_knn):
+        assert line.startswith(("cuda {'cpu', 'cuda'} 1", "cuda {'cuda', 'cpu'} 1"))
+        assert "TSNE's optimizer has no CUDA kernels" in line
+    assert normalized.startswith(("cuda {'cpu', 'cuda'} 1", "cuda {'cuda', 'cpu'} 1"))
+    assert "normalized=True" in normalized
     assert auto.startswith("cpu {'cpu'} 0")  # auto never picks the simulator
 
 
@@ -385,6 +498,55 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         assert ".entry" in ptx
     ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, nt.int32[::1]), cc=(9, 0))
     assert ".entry" in ptx
+    from unimap.affinity import calibration_cuda as calibration
+    from unimap.affinity import symmetrize_cuda as symmetrize
+
+    l1, d1, d2, b = nt.int64[::1], nt.float64[::1], nt.float64[:, ::1], nt.boolean
+    merge = (nt.int64, f64, f64, f64, f64, b, b, l1, i1, f1, l1, f1)
+    compiled = [
+        (calibration._smooth_rows, (f2, f64, f64, nt.float32, f1, f1)),
+        (calibration._membership_rows, (i4, f2, f1, f1, b, f2)),
+        (calibration._perplexity_rows, (d2, f64, d2, d1)),
+        (symmetrize._count_columns, (i1, l1)),
+        (symmetrize._scatter_positions, (i1, l1, l1)),
+        (symmetrize._sort_rows, (l1, l1)),
+        (symmetrize._gather_rows, (l1, d1, l1, i1, d1)),
+        (symmetrize._combine_rows, (l1, i1, d1, l1, i1, d1, *merge)),  # joint P in float64
+        (symmetrize._combine_rows, (l1, i1, f1, l1, i1, f1, nt.int64, *(nt.float32,) * 3,
+                                    f64, b, b, l1, i1, f1, l1, f1)),  # UMAP's in float32
+    ]
+    for kernel, kernel_signature in compiled:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
+        assert ".entry" in ptx
+    from unimap.initialization import spectral_cuda as spectral
+
+    fa, d2, d3 = nt.float32[:, :], nt.float64[:, ::1], nt.float64[:, :, ::1]
+    compiled = [
+        (spectral._row_sums, (l1, f1, d1, f2)),
+        (spectral._normalize, (l1, i1, f1, d1, f1)),
+        (spectral._spmm, (l1, i1, f1, fa, fa)),  # blocks are column slices: any layout
+        (spectral._gram_chunks, (fa, fa, nt.int64, d3)),
+        (spectral._sum_chunks, (d3, d2)),
+        (spectral._combine, (fa, d2, fa)),
+        (spectral._residual, (fa, fa, d1, fa)),
+        (spectral._subtract_outer, (fa, fa, d1)),
+        (spectral._scale_columns, (fa, d1)),
+        (spectral._copy_block, (fa, fa)),
+    ]
+    for kernel, kernel_signature in compiled:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
+        assert ".entry" in ptx and "atom." not in ptx  # no atomics: the same bits every run
+    from unimap.decomposition import pca_cuda
+
+    for kernel, kernel_signature in [
+        (pca_cuda._column_means, (f2, nt.int64, nt.int64, d1)),
+        (pca_cuda._centred_scatter, (f2, nt.int64, nt.int64, d1, d2)),
+        (pca_cuda._project, (f2, d2, d1, f2)),
+    ]:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
+        assert ".entry" in ptx and "atom." not in ptx
+    assert "atom.global.add.u64" in cuda.compile_ptx(
+        symmetrize._scatter_positions.py_func, (i1, l1, l1), cc=(9, 0))[0]
 
 
 @pytest.mark.skipif(simulated() or not _ptx_compiler_available(),

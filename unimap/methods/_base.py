@@ -184,21 +184,29 @@ class NeighborEmbedding(UnimapEstimator):
         on_gpu = self._cuda_phases(fit, X) if device == "cuda" else ()
         fit.devices_ = {phase: "cuda" if phase in on_gpu else "cpu" for phase in self.PHASES}
         fit.device_ = "cuda" if on_gpu else "cpu"
-        if device == "cuda" and not on_gpu and self.device == "cuda":
-            warnings.warn(f"{type(self).__name__}{self._variant()} has no CUDA kernels yet; "
-                          "it runs on the CPU (devices_ records where each phase ran)",
-                          UserWarning, stacklevel=3)
-        elif on_gpu:
+        if device == "cuda" and "optimize" not in on_gpu and self.device == "cuda":
+            # the optimizer is most of a fit: a GPU fit whose optimizer falls back says so
+            warnings.warn(f"{type(self).__name__}{self._variant()}'s optimizer has no CUDA "
+                          "kernels yet; it runs on the CPU (devices_ records where each phase "
+                          "ran)", UserWarning, stacklevel=3)
+        if on_gpu:
             self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
 
     def _cuda_phases(self, fit: FitPlan, X: Any) -> tuple[str, ...]:
         """The phases of this fit that have CUDA kernels, as each stage's CUDA module declares
         them: the neighbours where the GPU kNN serves them
-        (:mod:`unimap.neighbors.brute_force_cuda`), the optimizer where its CUDA module
+        (:mod:`unimap.neighbors.brute_force_cuda`), the affinities always (every calibration
+        and symmetrisation has its kernels: :mod:`unimap.affinity.calibration_cuda`,
+        :mod:`unimap.affinity.symmetrize_cuda`), a spectral start (a connected graph's;
+        :mod:`unimap.initialization.spectral_cuda`), the optimizer where its CUDA module
         supports the configuration (``_optimizer_on_gpu``)."""
         from unimap.neighbors.graph import NeighborIndex
 
-        phases = ("optimize",) if self._optimizer_on_gpu(fit) else ()
+        phases = ("affinities",)
+        if isinstance(fit.init_, str) and fit.init_ == "spectral":
+            phases += ("init",)  # LOBPCG (unimap.initialization.spectral_cuda)
+        if self._optimizer_on_gpu(fit):
+            phases += ("optimize",)
         if self.precomputed_knn is not None or sp.issparse(X):
             return phases
         index = NeighborIndex(self.metric, self.knn_method, device="cuda")
@@ -281,7 +289,8 @@ class NeighborEmbedding(UnimapEstimator):
 
         features = None if self.metric == "precomputed" else X
         Y, fit.init_info_ = initialize(fit.init_, features, self._init_graph(fit),
-                                       self.n_components, seed, self._scale)
+                                       self.n_components, seed, self._scale,
+                                       device=fit.devices_["init"])
         return Y
 
     def _init_graph(self, fit: FitPlan) -> sp.csr_matrix:
