@@ -53,7 +53,7 @@ def steps(out: Path, tiny: bool) -> list[Step]:
     big, huge = ("200", "300") if tiny else ("1000000", "10000000")
     inprocess = [py, str(BENCH / "device" / "inprocess.py")]
     gpu = [py, str(BENCH / "gpu.py")]
-    return [
+    plan = [
         Step("warm", 60, 170, [*inprocess, "--methods", "GDR,GDRn,UMAP,TSNE,PCA", *n,
                                "--json", str(out / "inprocess.jsonl")]),
         Step("fresh", 60, 150, [*gpu, *runs, *n, "--out", str(out / "fresh.md"), "--only",
@@ -73,6 +73,9 @@ def steps(out: Path, tiny: bool) -> list[Step]:
         Step("scale10m", 60, 240, [*inprocess, "--scale", huge, "--methods", "GDR", "--source",
                                    "gauss", "--json", str(out / "scale.jsonl")]),
     ]
+    if tiny:  # the simulator's fits take seconds each (a spectral start: ~3 s at 80 points)
+        plan = [step._replace(timeout_s=3 * step.timeout_s) for step in plan]
+    return plan
 
 
 class Log:
@@ -185,12 +188,15 @@ def run_step(step: Step, timeout: float, env: dict[str, str], log: Log) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out/device")))
-    parser.add_argument("--budget", type=float, default=480.0, help="seconds for all steps")
+    parser.add_argument("--budget", type=float, help="seconds for all steps (default 480; "
+                        "1,500 with --tiny)")
     parser.add_argument("--steps", help="comma-separated subset, in the default order")
     parser.add_argument("--carried", type=Path, default=ROOT / ".device")
     parser.add_argument("--tiny", action="store_true",
                         help="rehearsal: numba-cuda's simulator, tiny data, peers on the CPU")
     args = parser.parse_args(argv)
+    if args.budget is None:
+        args.budget = 1500.0 if args.tiny else 480.0
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     log = Log(args.out / "run.log")

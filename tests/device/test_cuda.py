@@ -203,12 +203,16 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     randomized = unimap.PCA(5, svd_solver="randomized", device="cuda").fit(X)
 print(randomized.device_, sum("no CUDA kernels" in str(w.message) for w in caught))
+from unimap.initialization.layouts import pca_init
+start_cpu, start_gpu = (pca_init(X, 2, 0, device=d) for d in ("cpu", "cuda"))
+print(np.abs(start_cpu - start_gpu).max() / np.abs(start_cpu).max() < 1e-5)
 """)
     lines = out.strip().splitlines()
     components, variance, projection, padding, solver = lines[0].split()
     assert float(components) < 1e-4 and float(variance) < 1e-5 and float(projection) < 1e-5
     assert float(padding) == 0.0 and solver == "covariance"
-    assert lines[1:] == ["cuda True True", "cuda True True", "cpu 1"]  # the estimator too
+    # the estimator, and a PCA start of an embedding
+    assert lines[1:] == ["cuda True True", "cuda True True", "cpu 1", "True"]
 
 
 def test_a_model_fitted_with_the_gpu_knn_transforms_and_saves_on_the_cpu():

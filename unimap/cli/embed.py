@@ -39,7 +39,7 @@ def _make_estimator(args):
     options = {name: getattr(args, name) for name in given}
     common = {"n_components": args.n_components, "random_state": args.random_state}
     if args.method == "pca":
-        return unimap.PCA(**common)
+        return unimap.PCA(**common, device=getattr(args, "device", "auto"))
     # progress bars and phase lines on a terminal, or anywhere with -v (never with -q/--json)
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     max_memory = getattr(args, "max_memory", "available")

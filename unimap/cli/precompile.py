@@ -18,9 +18,9 @@ exact and HNSW neighbours, spectral and PCA initialization (also of a disconnect
 ``transform`` of each, the quality metrics, the k-means cells of the sharded kNN graph
 (500,000+ points) and UMAP's pooled negative samples (50,000+ points); where the gpu extra
 and a GPU are present,
-also the CUDA kernels of the ``device="cuda"`` fits (kNN graph, UMAP, GDR in both modes)
-into numba-cuda's cache. Other cases (``n_components=3``, other metrics) compile on first
-use.
+also the CUDA kernels of the ``device="cuda"`` fits (kNN graph, affinities, spectral and PCA
+starts, UMAP, GDR in both modes, PCA) into numba-cuda's cache. Other cases
+(``n_components=3``, other metrics) compile on first use.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:
 def _gpu_tasks(fit_transform) -> list:
     """The fits that compile the CUDA kernels into numba-cuda's cache, where a GPU is usable
     (never in the simulator, whose kernels are not compiled)."""
-    from unimap import GDR, UMAP
+    from unimap import GDR, PCA, TSNE, UMAP
     from unimap.runtime.device import cuda_status, simulated
 
     if simulated() or importlib.util.find_spec("numba_cuda") is None or not cuda_status()[0]:
@@ -141,6 +141,9 @@ def _gpu_tasks(fit_transform) -> list:
         ("UMAP cuda", fit_transform(UMAP(n_epochs=20, **common))),
         ("GDR cuda", fit_transform(GDR(n_epochs=20, **common))),
         ("GDR normalized cuda", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
+        # its kNN graph, perplexity calibration and symmetrisation (its optimizer: the CPU's)
+        ("TSNE cuda", fit_transform(TSNE(n_iter=60, early_exaggeration_iter=30, **common))),
+        ("PCA cuda", fit_transform(PCA(device="cuda"))),
     ]
 
 

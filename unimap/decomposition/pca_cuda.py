@@ -13,48 +13,37 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from unimap.runtime.common_cuda import as_device, check_device_memory, rows_launch
+from unimap.decomposition.moments_numba import centred_product_sum, column_mean, project_row
+from unimap.runtime.common_cuda import as_device, check_device_memory, on_target, strided_launch
 
 __all__ = ["fit_pca_cuda", "project_cuda"]
 
 
+_mean, _product_sum, _project_row = (on_target(f) for f in
+                                     (column_mean, centred_product_sum, project_row))
+
+
 @cuda.jit(cache=True)
 def _column_means(X, step, n_rows, mean):
-    j = cuda.grid(1)
-    if j < X.shape[1]:
-        total = 0.0
-        for r in range(n_rows):
-            total += X[r * step, j]
-        mean[j] = total / n_rows
+    for j in range(cuda.grid(1), X.shape[1], cuda.gridsize(1)):
+        mean[j] = _mean(X, step, n_rows, j)
 
 
 @cuda.jit(cache=True)
 def _centred_scatter(X, step, n_rows, mean, scatter):
-    """``scatter[a, b] = Σ_r (X[r·step, a] − mean[a]) (X[r·step, b] − mean[b])``, the upper
-    triangle and diagonal (the lower is mirrored on the host)."""
-    t = cuda.grid(1)
+    """The scatter's upper triangle and diagonal (the lower is mirrored on the host), one
+    entry per thread, the threads striding over the d² entries."""
     d = X.shape[1]
-    a, b = t // d, t % d
-    if a < d and a <= b:
-        total = 0.0
-        for r in range(n_rows):
-            total += (X[r * step, a] - mean[a]) * (X[r * step, b] - mean[b])
-        scatter[a, b] = total
+    for t in range(cuda.grid(1), d * d, cuda.gridsize(1)):
+        a, b = t // d, t % d
+        if a <= b:
+            scatter[a, b] = _product_sum(X, step, n_rows, mean, a, b)
 
 
 @cuda.jit(cache=True)
 def _project(X, components, offsets, out):
-    """Row i's coordinates on the axes into ``out[i, :k]`` (``out``'s other columns: 0)."""
-    i = cuda.grid(1)
-    if i < X.shape[0]:
-        for c in range(out.shape[1]):
-            if c < components.shape[0]:
-                total = 0.0
-                for j in range(X.shape[1]):
-                    total += X[i, j] * components[c, j]
-                out[i, c] = total - offsets[c]
-            else:
-                out[i, c] = 0.0
+    for i in range(cuda.grid(1), X.shape[0], cuda.gridsize(1)):
+        _project_row(X, i, components, offsets, out)
 
 
 def fit_pca_cuda(X, n_components: int, step: int = 1, dtype=np.float32):
@@ -68,9 +57,9 @@ def fit_pca_cuda(X, n_components: int, step: int = 1, dtype=np.float32):
                         "PCA's covariance on the GPU")
     X = as_device(X)
     mean = cuda.device_array(d, dtype=np.float64)
-    _column_means[rows_launch(d)](X, step, n_rows, mean)
+    _column_means[strided_launch(d)](X, step, n_rows, mean)
     scatter = cuda.to_device(np.zeros((d, d), dtype=np.float64))
-    _centred_scatter[rows_launch(d * d)](X, step, n_rows, mean, scatter)
+    _centred_scatter[strided_launch(d * d)](X, step, n_rows, mean, scatter)
     upper = scatter.copy_to_host()
     full = np.triu(upper) + np.triu(upper, 1).T
     return axes_from_scatter(full, mean.copy_to_host(), n_rows, n_components, np.dtype(dtype))
@@ -84,6 +73,6 @@ def project_cuda(X, fit, width: int | None = None):
     offsets = components @ fit.mean.astype(np.float64)
     X = as_device(X)
     out = cuda.device_array((X.shape[0], width or components.shape[0]), dtype=np.float32)
-    _project[rows_launch(X.shape[0])](X, cuda.to_device(components), cuda.to_device(offsets),
+    _project[strided_launch(X.shape[0])](X, cuda.to_device(components), cuda.to_device(offsets),
                                       out)
     return out

@@ -1,8 +1,9 @@
 """The spectral start on a GPU: the normalised adjacency built on the device and its leading
 eigenvectors by :func:`unimap.initialization.lobpcg.lobpcg_largest` over these kernels.
 
-One thread per row in every kernel except the Gram products, which sum fixed chunks of rows
-per thread and then the chunks in order: no atomics anywhere, so the layout is the same bits
+One thread per row in every kernel (the threads stride over the rows: one block in the
+simulator) except the Gram products, which sum fixed chunks of rows per thread and then the
+chunks in order: no atomics anywhere, so the layout is the same bits
 run after run on one GPU. Products accumulate in float64 and blocks are stored in float32.
 Only the Ritz step's small matrices (at most 3m × 3m, m = n_components + 4) cross to the host.
 """
@@ -15,19 +16,20 @@ import numpy as np
 import scipy.sparse as sp
 from numba import cuda
 
-from unimap.runtime.common_cuda import check_device_memory, rows_launch
+from unimap.runtime.common_cuda import check_device_memory, strided_launch
 
 __all__ = ["CudaBlockOps", "spectral_layout_cuda", "device_bytes", "GUARD_VECTORS"]
 
-GUARD_VECTORS = 4  # MNIST-70k: 59 iterations to 1e-4 with 4 guards, 80 with 2 (NumPy ops)
+# MNIST-70k: 64 iterations to 1e-4 with 4 guard vectors, 80 with 2, 50 with 8
+# (benchmarks/results/spectral_lobpcg.md); each iteration's work grows with them
+GUARD_VECTORS = 4
 GRAM_CHUNK = 1024  # rows one thread of a Gram product sums
 
 
 @cuda.jit(cache=True)
 def _normalize(indptr, indices, data, degrees, out):
     """``out = D^{-1/2} W D^{-1/2}`` entry by entry (``degrees``: W's row sums)."""
-    i = cuda.grid(1)
-    if i < indptr.shape[0] - 1:
+    for i in range(cuda.grid(1), indptr.shape[0] - 1, cuda.gridsize(1)):
         left = 1.0 / math.sqrt(max(degrees[i], 1e-300))
         for p in range(indptr[i], indptr[i + 1]):
             out[p] = data[p] * left / math.sqrt(max(degrees[indices[p]], 1e-300))
@@ -35,8 +37,7 @@ def _normalize(indptr, indices, data, degrees, out):
 
 @cuda.jit(cache=True)
 def _row_sums(indptr, data, degrees, sqrt_degrees):
-    i = cuda.grid(1)
-    if i < indptr.shape[0] - 1:
+    for i in range(cuda.grid(1), indptr.shape[0] - 1, cuda.gridsize(1)):
         total = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             total += data[p]
@@ -46,8 +47,7 @@ def _row_sums(indptr, data, degrees, sqrt_degrees):
 
 @cuda.jit(cache=True)
 def _spmm(indptr, indices, data, V, out):
-    i = cuda.grid(1)
-    if i < indptr.shape[0] - 1:
+    for i in range(cuda.grid(1), indptr.shape[0] - 1, cuda.gridsize(1)):
         for c in range(V.shape[1]):
             total = 0.0
             for p in range(indptr[i], indptr[i + 1]):
@@ -58,10 +58,9 @@ def _spmm(indptr, indices, data, V, out):
 @cuda.jit(cache=True)
 def _gram_chunks(U, V, chunk, partial):
     """``partial[q, a, b]`` = Σ over rows of chunk q of U[i, a] V[i, b]."""
-    t = cuda.grid(1)
     pairs = U.shape[1] * V.shape[1]
-    q = t // pairs
-    if q < partial.shape[0]:
+    for t in range(cuda.grid(1), partial.shape[0] * pairs, cuda.gridsize(1)):
+        q = t // pairs
         a = (t % pairs) // V.shape[1]
         b = t % V.shape[1]
         total = 0.0
@@ -72,8 +71,7 @@ def _gram_chunks(U, V, chunk, partial):
 
 @cuda.jit(cache=True)
 def _sum_chunks(partial, out):
-    t = cuda.grid(1)
-    if t < out.shape[0] * out.shape[1]:
+    for t in range(cuda.grid(1), out.shape[0] * out.shape[1], cuda.gridsize(1)):
         a, b = t // out.shape[1], t % out.shape[1]
         total = 0.0
         for q in range(partial.shape[0]):
@@ -83,8 +81,7 @@ def _sum_chunks(partial, out):
 
 @cuda.jit(cache=True)
 def _combine(S, C, out):
-    i = cuda.grid(1)
-    if i < S.shape[0]:
+    for i in range(cuda.grid(1), S.shape[0], cuda.gridsize(1)):
         for c in range(C.shape[1]):
             total = 0.0
             for j in range(S.shape[1]):
@@ -94,32 +91,28 @@ def _combine(S, C, out):
 
 @cuda.jit(cache=True)
 def _residual(AX, X, values, out):
-    i = cuda.grid(1)
-    if i < X.shape[0]:
+    for i in range(cuda.grid(1), X.shape[0], cuda.gridsize(1)):
         for c in range(X.shape[1]):
             out[i, c] = AX[i, c] - X[i, c] * values[c]
 
 
 @cuda.jit(cache=True)
 def _subtract_outer(V, y, c):
-    i = cuda.grid(1)
-    if i < V.shape[0]:
+    for i in range(cuda.grid(1), V.shape[0], cuda.gridsize(1)):
         for j in range(V.shape[1]):
             V[i, j] = V[i, j] - y[i, 0] * c[j]
 
 
 @cuda.jit(cache=True)
 def _scale_columns(V, factors):
-    i = cuda.grid(1)
-    if i < V.shape[0]:
+    for i in range(cuda.grid(1), V.shape[0], cuda.gridsize(1)):
         for j in range(V.shape[1]):
             V[i, j] = V[i, j] * factors[j]
 
 
 @cuda.jit(cache=True)
 def _copy_block(source, out):
-    i = cuda.grid(1)
-    if i < source.shape[0]:
+    for i in range(cuda.grid(1), source.shape[0], cuda.gridsize(1)):
         for j in range(source.shape[1]):
             out[i, j] = source[i, j]
 
@@ -131,7 +124,7 @@ class CudaBlockOps:
     def __init__(self, graph: sp.csr_matrix) -> None:
         n = graph.shape[0]
         self.n = n
-        self.launch = rows_launch(n)
+        self.launch = strided_launch(n)
         self.indptr = cuda.to_device(graph.indptr.astype(np.int64))
         self.indices = cuda.to_device(graph.indices.astype(np.int32))
         weights = cuda.to_device(graph.data.astype(np.float32))
@@ -158,9 +151,9 @@ class CudaBlockOps:
     def gram(self, U, V) -> np.ndarray:
         chunks = (U.shape[0] + GRAM_CHUNK - 1) // GRAM_CHUNK
         partial = cuda.device_array((chunks, U.shape[1], V.shape[1]), dtype=np.float64)
-        _gram_chunks[rows_launch(chunks * U.shape[1] * V.shape[1])](U, V, GRAM_CHUNK, partial)
+        _gram_chunks[strided_launch(chunks * U.shape[1] * V.shape[1])](U, V, GRAM_CHUNK, partial)
         out = cuda.device_array((U.shape[1], V.shape[1]), dtype=np.float64)
-        _sum_chunks[rows_launch(U.shape[1] * V.shape[1])](partial, out)
+        _sum_chunks[strided_launch(U.shape[1] * V.shape[1])](partial, out)
         return out.copy_to_host()
 
     def combine(self, S, C: np.ndarray, out) -> None:

@@ -198,13 +198,18 @@ class NeighborEmbedding(UnimapEstimator):
         (:mod:`unimap.neighbors.brute_force_cuda`), the affinities always (every calibration
         and symmetrisation has its kernels: :mod:`unimap.affinity.calibration_cuda`,
         :mod:`unimap.affinity.symmetrize_cuda`), a spectral start (a connected graph's;
-        :mod:`unimap.initialization.spectral_cuda`), the optimizer where its CUDA module
+        :mod:`unimap.initialization.spectral_cuda`) or a PCA start by the covariance solver,
+        the optimizer where its CUDA module
         supports the configuration (``_optimizer_on_gpu``)."""
+        from unimap.initialization.layouts import pca_init_on_gpu
         from unimap.neighbors.graph import NeighborIndex
 
         phases = ("affinities",)
-        if isinstance(fit.init_, str) and fit.init_ == "spectral":
-            phases += ("init",)  # LOBPCG (unimap.initialization.spectral_cuda)
+        init = fit.init_ if isinstance(fit.init_, str) else "array"
+        dense_features = self.metric != "precomputed" and not sp.issparse(X)
+        if init == "spectral" or (init == "pca" and dense_features
+                                  and pca_init_on_gpu(*X.shape, self.n_components)):
+            phases += ("init",)  # LOBPCG (initialization.spectral_cuda) or pca_cuda
         if self._optimizer_on_gpu(fit):
             phases += ("optimize",)
         if self.precomputed_knn is not None or sp.issparse(X):

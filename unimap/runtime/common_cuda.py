@@ -12,7 +12,8 @@ from unimap.runtime.device import simulated
 from unimap.runtime.floor_numba import floor32
 
 __all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
-           "check_device_memory", "launch_cooperative", "rows_launch", "to_device", "as_device"]
+           "check_device_memory", "launch_cooperative", "rows_launch", "strided_launch",
+           "to_device", "as_device"]
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
@@ -104,6 +105,20 @@ def rows_launch(n: int) -> tuple[int, int]:
     """``(blocks, threads)`` for one thread per row."""
     threads = SIMULATED_THREADS if simulated() else THREADS_PER_BLOCK
     return (n + threads - 1) // threads, threads
+
+
+MAX_STRIDED_BLOCKS = 65_535
+
+
+def strided_launch(work: int) -> tuple[int, int]:
+    """``(blocks, threads)`` for a kernel whose threads stride over ``work`` items
+    (``range(cuda.grid(1), work, cuda.gridsize(1))``): a thread per item on a GPU (up to
+    ``MAX_STRIDED_BLOCKS`` blocks), one block in the simulator, where each thread is a Python
+    thread and the items' loop bodies are compiled CPU functions."""
+    if simulated():
+        return 1, SIMULATED_THREADS
+    blocks = (work + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    return max(1, min(blocks, MAX_STRIDED_BLOCKS)), THREADS_PER_BLOCK
 
 
 def launch_cooperative(kernel, work: int, *args) -> None:
