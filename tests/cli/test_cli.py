@@ -35,7 +35,9 @@ def test_embed_npy(tmp_path, blobs):
     path = tmp_path / "x.npy"
     np.save(path, blobs[0])
     assert main(["embed", str(path), "-o", str(tmp_path / "x.png"), "--n-epochs", "30"]) == 0
-    assert np.load(tmp_path / "x.npy").shape == (300, 2)
+    # the default embedding file x.npy would be the input: it is named after the method
+    assert np.load(tmp_path / "x.umap.npy").shape == (300, 2)
+    assert np.array_equal(np.load(path), blobs[0])
 
 
 def test_embed_device_option(tmp_path, blobs, capsys):

@@ -5,6 +5,7 @@ output path before any work is done. Each command's own module imports these.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,50 @@ def _output_path(path: str, option: str) -> Path:
     if Path(path).suffix.lower() not in WRITE_FORMATS:
         raise UsageError(f"{option} must end in {', '.join(WRITE_FORMATS)}, got "
                          f"{Path(path).name!r}")
-    return check_output_path(path)
+    return check_output_path(_file_path(path, option))
+
+
+def _file_path(path: str, option: str) -> Path:
+    """An output file's path checked before any work is done: not a folder, and not under
+    an existing file (a missing folder is created when the file is written)."""
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"{option} {path!r} is a folder; name a file in it")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{option} {path!r}: {str(parent)!r} is a file, not a folder")
+            break
+    return out
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is missing: compare the paths they would be
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _refuse_overwriting_inputs(outputs: dict[str, str | Path | None],
+                               inputs: list[str | None]) -> None:
+    """A UsageError where an output would replace an input file (before any work)."""
+    for option, out in outputs.items():
+        for source in inputs:
+            if out is not None and source and Path(source).is_file() and _same_file(out, source):
+                raise UsageError(f"{option} {str(out)!r} is an input of this command; "
+                                 "refusing to overwrite it (choose another name)")
+
+
+def strict_json(value):
+    """``value`` with every non-finite float replaced by None: JSON has no NaN or
+    infinity (``json.dumps`` would write the non-standard ``NaN``)."""
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(item) for item in value]
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    return value
 
 
 def _read_embedding(path: str, use_rep: str | None) -> np.ndarray:

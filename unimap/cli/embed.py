@@ -13,7 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from unimap.cli.common import UsageError, _load_input, _output_path
+from unimap.cli.common import (
+    UsageError,
+    _file_path,
+    _load_input,
+    _output_path,
+    _refuse_overwriting_inputs,
+    _same_file,
+    strict_json,
+)
 from unimap.io.atomic import atomic_path
 from unimap.io.write import check_output_path, write_embedding
 
@@ -61,8 +69,19 @@ def _embed(args) -> int:
         raise UsageError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
     if args.write_back and Path(args.input).suffix.lower() != ".h5ad":
         raise UsageError(f"--write-back needs an .h5ad input, got {args.input!r}")
+    _file_path(args.output, "--output")
+    default_emb = out_png.with_suffix(".npy")
+    if not args.embedding and Path(args.input).is_file() and _same_file(default_emb,
+                                                                         args.input):
+        # `embed x.npy -o x.png`: the embedding beside the picture, but never over the input
+        default_emb = out_png.with_name(f"{out_png.stem}.{args.method}.npy")
     out_emb = None if args.write_back and not args.embedding else _output_path(
-        args.embedding or str(out_png.with_suffix(".npy")), "--embedding")
+        args.embedding or str(default_emb), "--embedding")
+    if args.save_model:
+        _file_path(args.save_model, "--save-model")
+    _refuse_overwriting_inputs({"--output": out_png, "--embedding": out_emb,
+                                "--save-model": args.save_model},
+                               [args.input, getattr(args, "labels", None)])
     if args.write_back:
         check_output_path(args.input)  # anndata is there (it read the input too)
     X, labels, name = _load_input(args)
@@ -91,7 +110,8 @@ def _embed(args) -> int:
             files.append(f"{args.input} (obsm['X_{key}'], uns['{key}'])")
     files += [args.save_model] if args.save_model else []
     if args.json:
-        print(json.dumps(_summary(estimator, X, elapsed, files), indent=2, default=str))
+        print(json.dumps(strict_json(_summary(estimator, X, elapsed, files)), indent=2,
+                         default=str, allow_nan=False))
     elif not args.quiet:
         print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {' and '.join(files)}")
     return 0

@@ -9,7 +9,7 @@ import json
 
 import scipy.sparse as sp
 
-from unimap.cli.common import UsageError, _load_input, _read_embedding
+from unimap.cli.common import UsageError, _load_input, _read_embedding, strict_json
 
 
 def _evaluate(args) -> int:
@@ -42,7 +42,7 @@ def _evaluate(args) -> int:
     if labels is not None:
         scores["knn_accuracy@10"] = metrics.knn_accuracy_loo(embedding, labels, 10)
     if args.json:
-        print(json.dumps(scores, indent=2))
+        print(json.dumps(strict_json(scores), indent=2, allow_nan=False))  # NaN -> null
     else:
         for name, value in scores.items():
             print(f"{name:<28} {value:.4f}" if isinstance(value, float) else

@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
            "precompile": _precompile}[args.command]
     try:
         return run(args)
+    except KeyboardInterrupt:
+        # one line, as for any other failure; every file is written atomically, so none is
+        # left half-written (those finished before the interrupt stay)
+        print("unimap: error: interrupted", file=sys.stderr)
+        return 130
     except UsageError as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 2

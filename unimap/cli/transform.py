@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from unimap.cli.common import _load_input, _output_path
+from unimap.cli.common import _load_input, _output_path, _refuse_overwriting_inputs
 from unimap.io.write import write_embedding
 
 
@@ -15,6 +15,7 @@ def _transform(args) -> int:
     import unimap
 
     out = _output_path(args.output, "--output")
+    _refuse_overwriting_inputs({"--output": out}, [args.input, args.model])
     if not Path(args.model).is_file():
         raise FileNotFoundError(f"no model file {args.model!r}")
     model = unimap.load(args.model)

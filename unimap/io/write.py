@@ -104,7 +104,9 @@ def write_embedding(
                 np.save(fh, embedding)
         elif suffix in (".csv", ".tsv"):
             delimiter = "\t" if suffix == ".tsv" else ","
-            np.savetxt(tmp, embedding, delimiter=delimiter, fmt="%.6g",
+            # 9 significant digits give back every float32 exactly, 17 every float64
+            digits = 9 if embedding.dtype.itemsize <= 4 else 17
+            np.savetxt(tmp, embedding, delimiter=delimiter, fmt=f"%.{digits}g",
                        header=delimiter.join(columns), comments="")
         else:
             pa = _optional("pyarrow")

@@ -1,0 +1,104 @@
+"""What the command line writes, and what it refuses to (issue 42's item 7): outputs checked
+before the fit, inputs never overwritten, one line on Ctrl-C, strict JSON, CSV that gives
+back the numbers it was given."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from unimap.cli.main import main
+from unimap.io.read import read_table
+from unimap.io.write import write_embedding
+
+
+@pytest.fixture
+def data(tmp_path, blobs):
+    np.save(tmp_path / "x.npy", blobs[0])
+    return tmp_path / "x.npy"
+
+
+def _fit_must_not_run(monkeypatch):
+    import unimap
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the fit ran before the outputs were checked")
+
+    monkeypatch.setattr(unimap.UMAP, "fit", refuse)
+
+
+def test_an_embedding_over_the_input_is_refused_before_the_fit(tmp_path, data, capsys,
+                                                               monkeypatch):
+    _fit_must_not_run(monkeypatch)
+    before = data.read_bytes()
+    assert main(["embed", str(data), "-o", str(tmp_path / "m.png"),
+                 "--embedding", str(data)]) == 2
+    assert "is an input of this command" in capsys.readouterr().err
+    assert data.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_a_save_model_folder_is_refused_before_the_fit(tmp_path, data, capsys, monkeypatch):
+    _fit_must_not_run(monkeypatch)
+    (tmp_path / "models").mkdir()
+    assert main(["embed", str(data), "-o", str(tmp_path / "m.png"),
+                 "--save-model", str(tmp_path / "models")]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models", "x.npy"]
+    # an output below an existing file cannot be written either
+    assert main(["embed", str(data), "-o", str(data / "m.png")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_transform_refuses_to_overwrite_its_input(tmp_path, data, capsys):
+    model = tmp_path / "m.unimap"
+    assert main(["embed", str(data), "-o", str(tmp_path / "m.png"), "--n-epochs", "5",
+                 "--save-model", str(model)]) == 0
+    capsys.readouterr()
+    before = data.read_bytes()
+    # the same file under another spelling of its path
+    assert main(["transform", str(model), str(data), "-o",
+                 str(tmp_path / "." / "x.npy")]) == 2
+    assert "is an input of this command" in capsys.readouterr().err
+    assert data.read_bytes() == before
+
+
+def test_ctrl_c_ends_with_one_line_and_no_file(tmp_path, data, capsys, monkeypatch):
+    import unimap
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(unimap.UMAP, "fit", interrupted)
+    assert main(["embed", str(data), "-o", str(tmp_path / "m.png"),
+                 "--save-model", str(tmp_path / "m.unimap")]) == 130
+    err = capsys.readouterr().err
+    assert err == "unimap: error: interrupted\n"  # no traceback
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_evaluate_json_is_strict(tmp_path, data, capsys):
+    # a collapsed embedding: its distance correlation is undefined (NaN)
+    np.save(tmp_path / "flat.npy", np.zeros((300, 2), dtype=np.float32))
+    assert main(["evaluate", str(data), str(tmp_path / "flat.npy"), "--json"]) == 0
+    text = capsys.readouterr().out
+
+    def no_constants(name):
+        raise ValueError(f"not JSON: {name}")
+
+    scores = json.loads(text, parse_constant=no_constants)
+    assert any(value is None for value in scores.values())  # NaN written as null
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("suffix", [".csv", ".tsv"])
+def test_text_embeddings_round_trip_exactly(tmp_path, dtype, suffix):
+    rng = np.random.default_rng(0)
+    # coordinates near 2e4 lost 0.05 with 6 significant digits
+    embedding = (rng.standard_normal((200, 2)) * 1e4 + 2e4).astype(dtype)
+    embedding[0] = [np.finfo(dtype).tiny, -np.finfo(dtype).max]
+    path = write_embedding(tmp_path / f"e{suffix}", embedding)
+    read, _ = read_table(path)
+    assert np.array_equal(read.astype(dtype), embedding)
