@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "dataset: digits, mnist, blobs")
     embed.add_argument("-o", "--output", default="unimap.png", help="plot file (.png/.pdf/.svg)")
     embed.add_argument("--embedding", help="embedding file (.npy, .csv, .tsv, .parquet or "
-                       ".h5ad); default: the plot's name with .npy (none with --write-back)")
+                       ".h5ad); default: the plot's name with .npy, or with .<method>.npy where "
+                       "that would be the input (none with --write-back); an input file is "
+                       "never overwritten")
     embed.add_argument("--write-back", action="store_true",
                        help="write the embedding into the input .h5ad: obsm['X_<method>'] and "
                        "the parameters in uns['<method>'] (the file is rewritten atomically)")
