@@ -83,6 +83,17 @@ def test_seeds_and_threads():
         seed_from_random_state(-1)
     with pytest.raises(TypeError):
         seed_from_random_state("seed")
+    # seeds are 63-bit: the largest is kept as it is, a larger one refused (it was reduced
+    # modulo 2**63, so 2**63 + 7 gave the embedding of 7)
+    assert seed_from_random_state(2**63 - 1) == 2**63 - 1
+    assert seed_from_random_state(np.uint64(2**63 - 1)) == 2**63 - 1
+    for too_large in (2**63, 2**63 + 7, np.uint64(2**64 - 1)):
+        with pytest.raises(ValueError, match="at most 2\\*\\*63 - 1"):
+            seed_from_random_state(too_large)
+    import unimap
+
+    with pytest.raises(ValueError, match="random_state"):
+        unimap.UMAP(random_state=2**63 + 7).fit(np.zeros((20, 3)))
     assert resolve_n_jobs(1) == 1
     assert resolve_n_jobs(-1) >= 1
     with pytest.raises(ValueError, match="n_jobs"):

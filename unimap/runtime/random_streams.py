@@ -20,6 +20,9 @@ import numpy as np
 __all__ = ["FitStreams", "check_random_state", "seed_from_random_state", "spawn_seeds"]
 
 
+MAX_SEED = 2**63 - 1  # the largest integer random_state: seeds are 63-bit
+
+
 def check_random_state(random_state: Any, name: str = "random_state") -> None:
     """Raise if ``random_state`` is not None, a non-negative int, a Generator or RandomState."""
     if random_state is None or isinstance(random_state,
@@ -30,6 +33,10 @@ def check_random_state(random_state: Any, name: str = "random_state") -> None:
     if isinstance(random_state, numbers.Integral):
         if random_state < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {random_state}")
+        if random_state > MAX_SEED:
+            # seeds are 63-bit: a larger one would be reduced silently (2**63 + 7 gave the
+            # embedding of 7)
+            raise ValueError(f"{name} must be at most 2**63 - 1, got {random_state}")
         return
     raise TypeError(f"{name} must be None, an int, a numpy Generator or RandomState, "
                     f"got {type(random_state).__name__}")
@@ -45,7 +52,7 @@ def seed_from_random_state(random_state: Any) -> int:
         return int(random_state.integers(0, 2**63 - 1))
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
-    return int(random_state) & ((1 << 63) - 1)
+    return int(random_state)
 
 
 def spawn_seeds(seed: int, n: int) -> list[int]:
