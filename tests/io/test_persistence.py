@@ -424,6 +424,14 @@ TAMPERING = {
     "embedding rows vs index": (
         lambda m, h: _replace_embedding(m, h, np.zeros((249, 2), np.float32)),
         "inconsistent fitted attributes: .*249"),
+    # issue 42: a parameter beyond its declared bound made transform run forever
+    "endless epochs": (lambda m, h: h["params"].update(n_epochs=2**62)
+                       or m.update({"header.json": h}),
+                       "invalid parameters: n_epochs .*1000000"),
+    # a NaN embedding loaded, and transform then blamed the learning rate
+    "NaN embedding": (lambda m, h: _replace_embedding(m, h, np.full(
+        _entry(h, "embedding_")["shape"], np.nan, np.float32)),
+        "embedding_ has non-finite values"),
     "graph out of range": (
         lambda m, h: m.update({"graph_.indices.npy": _npy(np.full(
             _entry(h, "graph_.indices")["shape"], 10**6, np.int32))}),
@@ -437,6 +445,20 @@ def test_tampered_file_is_refused(case, umap_file, tmp_path):
     path = _rewrite(umap_file, tmp_path / "bad.unimap", edit)
     with pytest.raises(ValueError, match=message):
         unimap.load(path)
+
+
+def test_only_the_referenced_arrays_are_read(umap_file, placed, data, tmp_path):
+    # An extra member in the manifest that nothing refers to: a tampered file could make it
+    # large (1 GiB from 1 MB compressed). Garbled here, so reading it would raise.
+    def add_unreferenced(members, header):
+        members["extra.npy"] = b"\x93NUMPY garbage"
+        header["arrays"].append({"name": "extra", "file": "extra.npy", "dtype": "<f4",
+                                 "shape": [2**28]})
+        members["header.json"] = header
+
+    path = _rewrite(umap_file, tmp_path / "extra.unimap", add_unreferenced)
+    model = unimap.load(path)
+    assert np.array_equal(model.transform(data[1]), placed["umap"])
 
 
 def test_index_that_does_not_match_the_embedding_is_refused(umap_file, tmp_path):

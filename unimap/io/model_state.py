@@ -198,6 +198,8 @@ def check_pca(est: Any) -> None:
         _require_array(est, attr, shape, "f")
     _require(est.svd_solver_ in ("covariance", "full", "randomized"),
              f"unknown svd_solver_ {est.svd_solver_!r}")
+    for attr in ("components_", "mean_", "explained_variance_", "singular_values_"):
+        _require(np.isfinite(getattr(est, attr)).all(), f"{attr} has non-finite values")
     _check_feature_names(est, d)
 
 
@@ -206,6 +208,8 @@ def check_embedding(est: Any) -> int:
     parameters (``n_components``, ``metric``); return its training size."""
     _require_array(est, "embedding_", (None, est.n_components), "f")
     _require(est.embedding_.dtype == np.float32, "embedding_ must be float32")
+    # a NaN here would surface at transform as a blamed learning rate
+    _require(np.isfinite(est.embedding_).all(), "embedding_ has non-finite values")
     n, d, k = est.embedding_.shape[0], est.n_features_in_, est.n_neighbors_
     _require(n >= 2 and _count(d) and (est.metric != "precomputed" or d == n),
              f"n_features_in_={d!r} does not fit {n} training points")
@@ -219,6 +223,8 @@ def check_embedding(est: Any) -> int:
                         ("rhos_", (n,))]:
         if attr in vars(est):
             _require_array(est, attr, shape, "iuf")
+    if "knn_dists_" in vars(est):
+        _require(np.isfinite(est.knn_dists_).all(), "knn_dists_ has non-finite values")
     if "graph_" in vars(est):
         _require(getattr(est.graph_, "shape", None) == (n, n), f"graph_ is not {n} x {n}")
     _check_feature_names(est, d)

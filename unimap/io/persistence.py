@@ -172,8 +172,12 @@ def load(path: str | os.PathLike) -> Any:
     try:
         with archive:
             header, cls = _read_header(archive)
+            referenced = _referenced_arrays({k: v for k, v in header.items() if k != "arrays"})
+            # only the arrays the parameters, attributes and index refer to are read: an
+            # extra member of a tampered file (1 GiB from a 1 MB file) stays on disk
             arrays = {entry["name"]: _read_array(archive, entry)
-                      for entry in _check_manifest(header, archive)}
+                      for entry in _check_manifest(header, archive)
+                      if entry["name"] in referenced}
     except _ZIP_ERRORS as exc:  # truncated or corrupted members, CRC errors
         raise ValueError(f"cannot load {where}: damaged zip member ({exc})") from None
     except ValueError as exc:
@@ -345,6 +349,18 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
                          "precomputed_knn")
     est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric)
     return est
+
+
+def _referenced_arrays(value: Any) -> set[str]:
+    """The names of the arrays a JSON value refers to (``{"__array__": name}`` anywhere)."""
+    if isinstance(value, dict):
+        names = {value["__array__"]} if isinstance(value.get("__array__"), str) else set()
+        for item in value.values():
+            names |= _referenced_arrays(item)
+        return names
+    if isinstance(value, list):
+        return set().union(*(_referenced_arrays(item) for item in value)) if value else set()
+    return set()
 
 
 def _reject_constant(name: str) -> None:

@@ -32,6 +32,7 @@ from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import GDRPlan
 from unimap.methods.umap import check_kernel_params
 from unimap.runtime.params import (
+    MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
     Boolean,
@@ -198,10 +199,10 @@ class GDR(NeighborEmbedding):
         "b": Optional(Real(0.0, low_inclusive=False)),
         "n_negatives": Optional(Real(0.0, low_inclusive=False)),
         "shared_negatives": Optional(Boolean()),
-        "n_epochs": Optional(Integer(1)),
+        "n_epochs": Optional(Integer(1, MAX_ITERATIONS)),
         "learning_rate": Optional(Real(0.0, low_inclusive=False)),
         "early_exaggeration": Real(0.0, low_inclusive=False),
-        "early_exaggeration_iter": Optional(Integer(0)),
+        "early_exaggeration_iter": Optional(Integer(0, MAX_ITERATIONS)),
         "momentum": Optional(Real(0.0, 1.0, high_inclusive=False)),
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),

@@ -87,7 +87,7 @@ class PCA(UnimapEstimator):
         "n_components": Integer(1),
         "svd_solver": Options(*SOLVERS),
         "whiten": Boolean(),
-        "n_iter": Integer(0),
+        "n_iter": Integer(0, 1_000),  # power iterations
         "random_state": Seed(),
         "device": Options(*DEVICES),
     }

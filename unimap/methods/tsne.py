@@ -20,6 +20,7 @@ from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import TSNEPlan
 from unimap.runtime.guards import TSNE_CAUSES
 from unimap.runtime.params import (
+    MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
     Integer,
@@ -148,10 +149,10 @@ default="pca"
         **PIPELINE_CONSTRAINTS,
         "perplexity": Real(0.0, low_inclusive=False),
         "early_exaggeration": Real(0.0, low_inclusive=False),
-        "early_exaggeration_iter": Integer(0),
+        "early_exaggeration_iter": Integer(0, MAX_ITERATIONS),
         "exaggeration": Real(0.0, low_inclusive=False),
         "learning_rate": AnyOf(Options("auto"), Real(0.0, low_inclusive=False)),
-        "n_iter": Integer(1),
+        "n_iter": Integer(1, MAX_ITERATIONS),
         "initial_momentum": Real(0.0, 1.0, high_inclusive=False),
         "final_momentum": Real(0.0, 1.0, high_inclusive=False),
         "min_gain": Real(0.0),
@@ -159,8 +160,8 @@ default="pca"
         "max_step_norm": Optional(Real(0.0, low_inclusive=False)),
         "method": Options("auto", "exact", "barnes_hut", "fft"),
         "theta": Real(0.0),
-        "n_interpolation_points": Integer(1),
-        "min_num_intervals": Integer(1),
+        "n_interpolation_points": Integer(1, 64),  # p² per box
+        "min_num_intervals": Integer(1, 100_000),
         "ints_in_interval": Real(0.0, low_inclusive=False),
         "init": AnyOf(Options("pca", "random", "spectral"), ArrayLike()),
         "dof": Real(0.0, low_inclusive=False),

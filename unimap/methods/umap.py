@@ -15,6 +15,7 @@ from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
 from unimap.runtime.params import (
+    MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
     Integer,
@@ -145,7 +146,7 @@ default="spectral"
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
         "n_neighbors": Integer(2),
-        "n_epochs": Optional(Integer(1)),
+        "n_epochs": Optional(Integer(1, MAX_ITERATIONS)),
         "learning_rate": Real(0.0, low_inclusive=False),
         "init": AnyOf(Options("spectral", "pca", "random"), ArrayLike()),
         "min_dist": Real(0.0),

@@ -37,6 +37,12 @@ class Constraint:
         raise NotImplementedError
 
 
+# The most epochs or iterations a parameter may ask for: far beyond any useful fit (a
+# million UMAP epochs of MNIST would take days), and a bound that keeps a loaded model's
+# transform finite in time (a tampered file with n_epochs = 2**62 ran forever).
+MAX_ITERATIONS = 1_000_000
+
+
 @dataclass(frozen=True)
 class Integer(Constraint):
     low: int | None = None
