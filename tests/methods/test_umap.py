@@ -338,3 +338,32 @@ def test_umap_sgd_refuses_a_bad_negative_pool(pool, error):
     graph = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))
     with pytest.raises(error, match="negative_pool"):
         umap_sgd(init, None, graph, 2, 1.577, 0.895, 0, negative_pool=pool)
+
+
+def test_precomputed_knn_is_checked_sorted_and_given_its_self_column(blobs):
+    # issue 42: boolean or object indices, unsorted rows and a missing self column were
+    # accepted and embedded badly (or failed inside numpy)
+    from unimap.neighbors.graph import nearest_neighbors
+
+    X, _ = blobs
+    graph, _ = nearest_neighbors(X, 15, method="exact")
+    idx, dist = graph.indices, graph.distances
+    reference = UMAP(precomputed_knn=(idx, dist), random_state=0, n_epochs=30).fit(X)
+    with pytest.raises(TypeError, match="must be integers, got dtype bool"):
+        UMAP(precomputed_knn=(idx > 5, dist)).fit(X)
+    with pytest.raises(TypeError, match="must be integers, got dtype object"):
+        UMAP(precomputed_knn=(idx.astype(object), dist)).fit(X)
+    # the same rows shuffled: sorted back, with a warning, to the same embedding
+    shuffle = np.random.default_rng(0).permuted(np.tile(np.arange(15), (len(X), 1)), axis=1)
+    with pytest.warns(UserWarning, match="not sorted by distance"):
+        shuffled = UMAP(precomputed_knn=(np.take_along_axis(idx, shuffle, 1),
+                                         np.take_along_axis(dist, shuffle, 1)),
+                        random_state=0, n_epochs=30).fit(X)
+    assert np.array_equal(shuffled.embedding_, reference.embedding_)
+    # without the self column (umap-learn's graphs have it): added, the farthest dropped
+    with pytest.warns(UserWarning, match="do not contain the point itself"):
+        no_self = UMAP(precomputed_knn=(idx[:, 1:], dist[:, 1:]), n_neighbors=14,
+                       random_state=0, n_epochs=30).fit(X)
+    assert (no_self.knn_indices_[:, 0] == np.arange(len(X))).all()
+    assert np.array_equal(no_self.knn_indices_[:, 1:], idx[:, 1:14])
+    assert (no_self.knn_dists_[:, 0] == 0).all()

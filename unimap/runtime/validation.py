@@ -254,6 +254,10 @@ def check_knn_graph(knn: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError):
         raise TypeError("precomputed_knn must be a tuple (indices, distances)") from None
     idx, dist = np.asarray(idx), np.asarray(dist)
+    if idx.dtype.kind not in "iu":  # booleans, floats, objects: not neighbour indices
+        raise TypeError(f"precomputed_knn indices must be integers, got dtype {idx.dtype}")
+    if dist.dtype.kind not in "iuf":
+        raise TypeError(f"precomputed_knn distances must be numbers, got dtype {dist.dtype}")
     if idx.shape != dist.shape or idx.ndim != 2 or idx.shape[0] != n or idx.shape[1] < k:
         raise ValueError(f"precomputed_knn arrays must both have shape ({n}, >= {k}); got "
                          f"{idx.shape} and {dist.shape}")
@@ -261,5 +265,37 @@ def check_knn_graph(knn: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"precomputed_knn indices must lie in [0, {n - 1}]")
     if not np.isfinite(dist).all() or (dist < 0).any():
         raise ValueError("precomputed_knn distances must be finite and non-negative")
+    idx, dist = _self_first_by_distance(idx, dist)
     return (np.ascontiguousarray(idx[:, :k], dtype=np.int32),
             np.ascontiguousarray(dist[:, :k], dtype=np.float32))
+
+
+def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A kNN graph in unimap's convention: each row sorted by distance (sorted, with a
+    warning, where it was not), the point itself in column 0 (moved there where a tie put it
+    later; added with distance 0, dropping the row's farthest neighbour, where it was missing,
+    with a warning)."""
+    import warnings
+
+    rows = np.arange(idx.shape[0])[:, None]
+    if (np.diff(dist, axis=1) < 0).any():
+        warnings.warn("precomputed_knn rows were not sorted by distance; they were sorted",
+                      UserWarning, stacklevel=4)
+        order = np.argsort(dist, axis=1, kind="stable")
+        idx, dist = np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
+    is_self = idx == rows
+    first_self = is_self & (np.cumsum(is_self, axis=1) == 1)
+    positions = np.arange(idx.shape[1])[None, :]
+    order = np.argsort(np.where(first_self, -1, positions), axis=1, kind="stable")
+    idx, dist = np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
+    lacking = ~is_self.any(axis=1)
+    if lacking.any():
+        warnings.warn(f"{int(lacking.sum())} row(s) of precomputed_knn do not contain the "
+                      "point itself; it was added as column 0 (distance 0) and each such "
+                      "row's farthest neighbour dropped (unimap's kNN graphs include the "
+                      "point itself, as umap-learn's)", UserWarning, stacklevel=4)
+        idx, dist = idx.copy(), dist.copy()
+        idx[lacking] = np.hstack([rows[lacking], idx[lacking, :-1]])
+        dist[lacking] = np.hstack([np.zeros((int(lacking.sum()), 1), dist.dtype),
+                                   dist[lacking, :-1]])
+    return idx, dist
