@@ -252,3 +252,17 @@ def test_connected_components_match_scipy():
         expected_count, expected = scipy_components(graph, directed=False)
         assert count == expected_count
         np.testing.assert_array_equal(labels, expected)
+
+
+@pytest.mark.parametrize("method", ["UMAP", "GDR", "TSNE"])
+def test_an_init_array_of_equal_rows_is_refused(method):
+    # issue 42: it was accepted and the embedding stayed one point (no force separates
+    # equal points)
+    import unimap
+
+    X = np.random.default_rng(0).standard_normal((40, 4))
+    with pytest.raises(ValueError, match="all rows equal"):
+        getattr(unimap, method)(init=np.ones((40, 2))).fit(X)
+    distinct = np.random.default_rng(1).standard_normal((40, 2))
+    Y = getattr(unimap, method)(init=distinct, random_state=0).fit_transform(X)
+    assert np.unique(Y, axis=0).shape[0] == 40

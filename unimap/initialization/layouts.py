@@ -139,6 +139,11 @@ def array_init(init: Any, n_samples: int, n_components: int) -> np.ndarray:
         raise ValueError(
             f"init array must have shape ({n_samples}, {n_components}), got {Y.shape}"
         )
+    if n_samples > 1 and (Y[0] == Y).all():
+        # every force between two equal points is zero: the embedding stays one point
+        raise ValueError("init array has all rows equal, which gives the optimizer no "
+                         "direction to move them apart; pass distinct rows, or "
+                         "init='spectral', 'pca' or 'random'")
     return Y.copy()
 
 
