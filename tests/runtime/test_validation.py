@@ -136,3 +136,19 @@ def test_estimators_log_each_phase_when_verbose(capsys):
         for phase in phases:
             assert f"] {phase} (" in out, (cls.__name__, phase, out)
         assert set(model.timings_) == {*phases, "total"}
+
+
+def test_a_malformed_sparse_matrix_is_refused():
+    # issue 42: a CSR whose column index lies past n_features was accepted and its value lost
+    import scipy.sparse as sp
+
+    import unimap
+
+    indptr, indices, data = np.array([0, 1, 2]), np.array([0, 7]), np.array([1.0, 2.0])
+    bad = sp.csr_matrix((data, indices, indptr), shape=(2, 3))  # scipy does not object
+    with pytest.raises(ValueError, match="malformed sparse matrix"):
+        check_array(bad, accept_sparse=True)
+    X = sp.random(30, 5, density=0.5, format="csr", random_state=0)
+    X.indices[3] = 5
+    with pytest.raises(ValueError, match="malformed sparse matrix"):
+        unimap.UMAP(n_epochs=5).fit(X)

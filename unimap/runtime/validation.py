@@ -53,6 +53,10 @@ def check_array(
         if not accept_sparse:
             raise TypeError(f"{name} is a sparse matrix, which this method does not accept")
         X = sp.csr_matrix(X)
+        try:  # scipy's constructor checks no index bounds: a column past n_features was lost
+            X.check_format(full_check=True)
+        except ValueError as exc:
+            raise ValueError(f"{name} is a malformed sparse matrix: {exc}") from None
         _check_dtype(X.dtype, name)
         _check_shape(X.shape, name, min_samples, min_features)
         if not _all_finite(X.data):
