@@ -102,3 +102,21 @@ def test_text_embeddings_round_trip_exactly(tmp_path, dtype, suffix):
     path = write_embedding(tmp_path / f"e{suffix}", embedding)
     read, _ = read_table(path)
     assert np.array_equal(read.astype(dtype), embedding)
+
+
+def test_metadata_tables_with_a_byte_order_mark_or_no_content(tmp_path, capsys):
+    # issue 42: a UTF-8 BOM renamed the first column; an empty table gave an IndexError
+    from unimap.io.read import column_names, read_columns
+
+    table = tmp_path / "meta.csv"
+    table.write_bytes("\ufeffcell_type,sample\nT,a\nB,b\n".encode())
+    assert column_names(table) == ["cell_type", "sample"]
+    assert list(read_columns(table, ["cell_type"])["cell_type"]) == ["T", "B"]
+    np.save(tmp_path / "e.npy", np.zeros((2, 2), np.float32) + [[0, 0], [1, 1]])
+    assert main(["plot", str(tmp_path / "e.npy"), "-o", str(tmp_path / "m.png"),
+                 "--data", str(table), "--color-by", "cell_type"]) == 0
+    (tmp_path / "empty.csv").write_text("")
+    assert main(["plot", str(tmp_path / "e.npy"), "-o", str(tmp_path / "m2.png"),
+                 "--data", str(tmp_path / "empty.csv"), "--color-by", "x"]) == 1
+    assert "is empty" in capsys.readouterr().err
+    assert not (tmp_path / "m2.png").exists()

@@ -282,8 +282,11 @@ def column_names(path: str | os.PathLike) -> list[str]:
     if suffix not in (".csv", ".tsv", ".txt"):
         raise ValueError(f"unsupported table format {path.suffix!r}: use .csv, .tsv, .parquet, "
                          ".h5ad or .npy")
-    with open(path, newline="") as fh:
+    # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first name
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         first = next(csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ","), [])
+    if not first:
+        raise ValueError(f"{path} is empty: a table of metadata needs a header or a row")
     if all(_is_number(c) for c in first):
         return [str(i) for i in range(len(first))]
     return [c.strip() for c in first]
@@ -311,7 +314,7 @@ def read_columns(path: str | os.PathLike, names: list[str]) -> dict[str, np.ndar
         obs = _read_anndata(path).obs
         raw = {name: obs[name].to_numpy() for name in names}
     else:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = [r for r in csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",") if r]
         body = rows[1:] if not all(_is_number(c) for c in rows[0]) else rows
         for line, row in enumerate(body, start=len(rows) - len(body) + 1):
