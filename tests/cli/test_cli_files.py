@@ -120,3 +120,22 @@ def test_metadata_tables_with_a_byte_order_mark_or_no_content(tmp_path, capsys):
                  "--data", str(tmp_path / "empty.csv"), "--color-by", "x"]) == 1
     assert "is empty" in capsys.readouterr().err
     assert not (tmp_path / "m2.png").exists()
+
+
+def test_embed_takes_text_labels_as_plot_does(tmp_path, data, blobs):
+    # issue 42: `embed --labels` refused the text labels that `plot --labels` took
+    labels = tmp_path / "labels.csv"
+    labels.write_text("\n".join(f"type{v}" for v in blobs[1]) + "\n")
+    assert main(["embed", str(data), "-o", str(tmp_path / "m.png"), "--method", "pca",
+                 "--labels", str(labels)]) == 0
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plot", str(tmp_path / "m.npy"), "-o", str(tmp_path / "p.png"),
+                 "--labels", str(labels)]) == 0
+    from unimap.io.read import read_labels
+
+    with_header = tmp_path / "with_header.csv"
+    with_header.write_text("kind\n" + labels.read_text())  # n + 1 rows: a header first
+    assert np.array_equal(read_labels(with_header, 300), read_labels(labels, 300))
+    assert read_labels(labels, 300)[0] == f"type{blobs[1][0]}"
+    with pytest.raises(ValueError, match="labels were expected"):
+        read_labels(labels, 299 - 1)

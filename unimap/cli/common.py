@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from unimap.io.read import read_table
+from unimap.io.read import read_labels, read_table
 from unimap.io.write import WRITE_FORMATS, check_output_path
 
 __all__ = ["UsageError"]
@@ -30,8 +30,7 @@ def _load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
         return X, y, args.input
     X, labels = read_table(args.input, args.label_column, use_rep=args.use_rep)
     if args.labels:
-        labels = np.load(args.labels, allow_pickle=False) if args.labels.endswith(".npy") \
-            else read_table(args.labels)[0].ravel()
+        labels = read_labels(args.labels, X.shape[0])
     return X, labels, Path(args.input).stem
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from unimap.cli.common import UsageError, _load_input, _read_embedding
 from unimap.cli.embed import _METHOD_OPTIONS, _make_estimator
 from unimap.io.atomic import atomic_path
-from unimap.io.read import column_names, read_columns, read_table
+from unimap.io.read import column_names, read_columns, read_labels
 
 # ---- unimap plot ----
 
@@ -25,14 +25,6 @@ _PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".html")
 
 def _split_names(text: str | None) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()] if text else []
-
-
-def _read_labels_file(path: str) -> np.ndarray:
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"--labels file not found: {path}")
-    if path.endswith(".npy"):
-        return np.load(path, allow_pickle=False).reshape(-1)
-    return read_table(path, label_column="0")[1]  # one column, text or numbers
 
 
 def _plot(args) -> int:
@@ -54,7 +46,7 @@ def _plot(args) -> int:
     n = embedding.shape[0]
     columns: dict[str, np.ndarray] = {}
     if args.labels:
-        columns["label"] = _read_labels_file(args.labels)
+        columns["label"] = read_labels(args.labels, n)
     if args.data:
         wanted = [name for name in dict.fromkeys([*hover, args.color_by, args.id_column])
                   if name and not (name == "label" and args.labels)]

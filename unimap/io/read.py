@@ -328,6 +328,26 @@ def read_columns(path: str | os.PathLike, names: list[str]) -> dict[str, np.ndar
     return columns
 
 
+def read_labels(path: str | os.PathLike, n: int) -> np.ndarray:
+    """One label per row for ``n`` points: an ``.npy`` array, or a one-column CSV/TSV/text
+    file of text or numbers, with a header line or without (told apart by the row count:
+    ``n + 1`` rows have one, ``n`` rows none)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"labels file not found: {path}")
+    if path.suffix.lower() == ".npy":
+        return np.load(path, allow_pickle=False).reshape(-1)
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = [r for r in csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv"
+                                      else ",") if r]
+    if any(len(row) != 1 for row in rows):
+        raise ValueError(f"{path}: a labels file has one column, one label per row")
+    if len(rows) not in (n, n + 1):
+        raise ValueError(f"{path} has {len(rows)} rows; {n} labels were expected (or a "
+                         "header and then the labels)")
+    return _as_number_column(np.array([row[0].strip() for row in rows[len(rows) - n:]]))
+
+
 def _as_number_column(values: np.ndarray) -> np.ndarray:
     """Text that is all numbers becomes numbers (int64 when whole), other values text."""
     if values.dtype.kind in "iub":
