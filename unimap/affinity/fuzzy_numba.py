@@ -63,7 +63,7 @@ def smooth_knn_dist(distances, n_target, local_connectivity, bandwidth, rhos, si
     (MNIST-70k: 7.2 steps a row against the bisection's 24 of umap-learn; 0.10 -> 0.05 s).
     σ_i is floored at ``MIN_K_DIST_SCALE`` times the mean distance, as in umap-learn, so that
     rows of duplicates do not produce a zero bandwidth. Row i is :func:`smooth_row`, which
-    the GPU's kernel (:mod:`unimap.affinity.fuzzy_cuda`) runs too.
+    the GPU's kernel (:mod:`unimap.affinity.calibration_cuda`) runs too.
     """
     target = np.log2(n_target) * bandwidth
     mean_all = np.mean(distances)

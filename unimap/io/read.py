@@ -314,8 +314,7 @@ def read_columns(path: str | os.PathLike, names: list[str]) -> dict[str, np.ndar
         obs = _read_anndata(path).obs
         raw = {name: obs[name].to_numpy() for name in names}
     else:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            rows = [r for r in csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ",") if r]
+        rows = _text_rows(path)
         body = rows[1:] if not all(_is_number(c) for c in rows[0]) else rows
         for line, row in enumerate(body, start=len(rows) - len(body) + 1):
             if len(row) != len(available):
@@ -337,15 +336,21 @@ def read_labels(path: str | os.PathLike, n: int) -> np.ndarray:
         raise FileNotFoundError(f"labels file not found: {path}")
     if path.suffix.lower() == ".npy":
         return np.load(path, allow_pickle=False).reshape(-1)
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv"
-                                      else ",") if r]
+    rows = _text_rows(path)
     if any(len(row) != 1 for row in rows):
         raise ValueError(f"{path}: a labels file has one column, one label per row")
     if len(rows) not in (n, n + 1):
         raise ValueError(f"{path} has {len(rows)} rows; {n} labels were expected (or a "
                          "header and then the labels)")
     return _as_number_column(np.array([row[0].strip() for row in rows[len(rows) - n:]]))
+
+
+def _text_rows(path: Path) -> list[list[str]]:
+    """The non-empty rows of a CSV (TSV for ``.tsv``) file; a byte-order mark (Excel's "CSV
+    UTF-8") is not part of the first field."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return [r for r in csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv"
+                                      else ",") if r]
 
 
 def _as_number_column(values: np.ndarray) -> np.ndarray:
