@@ -18,7 +18,7 @@ SCRIPT = ROOT / "docs" / "scripts" / "pbmc68k.py"
 PAGE = ROOT / "docs" / "pbmc68k.md"
 
 # fewer epochs than the defaults (500, 750, 500, 600): the fits take ~1 s together
-SHORT = {"umap": {"n_epochs": 100}, "tsne": {"n_iter": 400}, "gdr": {"n_epochs": 100},
+SHORT = {"umap": {"n_epochs": 100}, "tsne": {"max_iter": 400}, "gdr": {"n_epochs": 100},
          "gdr_tsne": {"n_epochs": 200}}
 
 

@@ -21,12 +21,13 @@ _LAZY_ATTRS = {
     "TSNE": "unimap.methods.tsne",
     "GDR": "unimap.methods.gdr",
     "load": "unimap.io.persistence",
+    "InvalidParameterError": "unimap.runtime.params",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
                  "plotting", "io", "tl", "dask"}
 
-__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "analysis", "datasets", "metrics", "io", "tl",
-           "dask", "__version__"]
+__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "InvalidParameterError", "analysis",
+           "datasets", "metrics", "io", "tl", "dask", "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from unimap import dask, datasets, io, metrics, tl

@@ -23,7 +23,7 @@ ESTIMATORS = {
     "gdr": lambda: unimap.GDR(random_state=0, n_epochs=100),
     "gdr-normalized": lambda: unimap.GDR(normalized=True, random_state=0, n_epochs=100),
     "umap": lambda: unimap.UMAP(random_state=0, n_epochs=100),
-    "tsne": lambda: unimap.TSNE(random_state=0, n_iter=300),
+    "tsne": lambda: unimap.TSNE(random_state=0, max_iter=300),
 }
 
 

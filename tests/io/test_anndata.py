@@ -58,7 +58,7 @@ def _scanpy_like_neighbors(adata, n_neighbors, use_rep="X", key="neighbors"):
 # -- estimators take AnnData -------------------------------------------------------------------
 @pytest.mark.parametrize(
     "make", [lambda: unimap.PCA(), lambda: unimap.UMAP(n_epochs=30, random_state=0),
-             lambda: unimap.TSNE(n_iter=100, perplexity=10, random_state=0),
+             lambda: unimap.TSNE(max_iter=100, perplexity=10, random_state=0),
              lambda: unimap.GDR(n_epochs=30, random_state=0)],
     ids=["PCA", "UMAP", "TSNE", "GDR"])
 def test_every_estimator_uses_x_pca_else_x(digits_small, make):
@@ -228,7 +228,7 @@ def test_neighbour_size_mismatch_warns_and_is_recorded(digits_small):
     assert params["n_neighbors"] == 10 and params["requested_n_neighbors"] == 20
     with pytest.warns(UserWarning, match=r"perplexity=30 needs 90 neighbours .* have 9 .* "
                                          "using perplexity=3"):
-        unimap.tl.tsne(adata, neighbors_key="nn10", n_iter=100)
+        unimap.tl.tsne(adata, neighbors_key="nn10", max_iter=100)
     assert adata.uns["tsne"]["params"]["perplexity"] == 3.0
     assert adata.uns["tsne"]["resolved"]["n_neighbors_"] == 10
     with warnings.catch_warnings(record=True) as caught:
@@ -273,7 +273,7 @@ def test_cli_embed_h5ad_write_back_and_evaluate(tmp_path, digits_small, capsys):
 
 def test_scanpy_n_pcs_is_honoured_and_tuples_recorded(digits_small):
     """scanpy.pp.neighbors(n_pcs=k) searches the first k PCs: the embedding must use those
-    too (as sc.tl.umap does), and TSNE's (early, late) learning_rate_ reaches uns."""
+    too (as sc.tl.umap does), and TSNE's resolved learning rates reach uns."""
     X, _ = digits_small
     adata = _adata(X, n_pcs=20)
     pcs = adata.obsm["X_pca"]
@@ -284,9 +284,9 @@ def test_scanpy_n_pcs_is_honoured_and_tuples_recorded(digits_small):
     record = adata.uns["umap"]
     assert record["params"]["n_pcs"] == 10 and record["params"]["use_rep"] == "X_pca"
     assert record["resolved"]["n_features_in_"] == 10
-    unimap.tl.tsne(adata, n_iter=60, perplexity=5)
-    rates = adata.uns["tsne"]["resolved"]["learning_rate_"]
-    assert isinstance(rates, list) and len(rates) == 2 and all(r > 0 for r in rates)
+    unimap.tl.tsne(adata, max_iter=60, perplexity=5)
+    resolved = adata.uns["tsne"]["resolved"]
+    assert resolved["learning_rate_"] > 0 and resolved["early_learning_rate_"] > 0
 
 
 def test_transform_reads_the_representation_fit_used(digits_small):

@@ -38,7 +38,7 @@ def _cases():
         "umap": lambda: UMAP(n_epochs=30, random_state=0, n_jobs=1),
         "umap_hnsw_cosine": lambda: UMAP(n_epochs=30, random_state=0, knn_method="hnsw",
                                          metric="cosine", n_jobs=1),
-        "tsne": lambda: TSNE(n_iter=60, early_exaggeration_iter=20, random_state=0, n_jobs=1),
+        "tsne": lambda: TSNE(max_iter=60, early_exaggeration_iter=20, random_state=0, n_jobs=1),
         "gdr": lambda: GDR(n_epochs=30, random_state=0, n_jobs=1),
         "gdr_normalized": lambda: GDR(normalized=True, n_epochs=30, random_state=0, n_jobs=1),
     }
@@ -611,3 +611,22 @@ def main() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
     main()
+
+
+def test_tsne_file_with_the_old_parameter_names_loads_under_the_new(tmp_path):
+    """Files written before TSNE took scikit-learn's names hold n_iter and theta."""
+    X = np.random.default_rng(0).normal(size=(120, 5)).astype(np.float32)
+    model = TSNE(max_iter=60, angle=0.4, early_exaggeration_iter=20, random_state=0).fit(X)
+    path = model.save(tmp_path / "new.unimap")
+
+    def to_old_names(members, header):
+        params = header["params"]
+        for name in ("n_iter", "theta", "n_iter_without_progress", "min_grad_norm"):
+            params.pop(name)
+        params["n_iter"], params["theta"] = params.pop("max_iter"), params.pop("angle")
+        members["header.json"] = header
+
+    old = _rewrite(path, tmp_path / "old.unimap", to_old_names)
+    loaded = unimap.load(old)
+    assert (loaded.max_iter, loaded.angle, loaded.n_iter, loaded.theta) == (60, 0.4, None, None)
+    np.testing.assert_array_equal(loaded.transform(X[:5]), model.transform(X[:5]))

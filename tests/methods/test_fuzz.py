@@ -85,7 +85,7 @@ def _tsne(draw):
                 n_components=draw(st.integers(1, 3)),
                 method=draw(st.sampled_from(["auto", "exact", "barnes_hut", "fft"])),
                 init=draw(st.sampled_from(["pca", "random", "spectral"])),
-                n_iter=draw(st.sampled_from([1, 10])),
+                max_iter=draw(st.sampled_from([1, 10])),
                 early_exaggeration_iter=draw(st.sampled_from([0, 5])), random_state=0)
 
 

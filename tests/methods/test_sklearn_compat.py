@@ -22,7 +22,7 @@ from unimap.metrics import trustworthiness
 ESTIMATORS = [
     PCA(),
     UMAP(n_epochs=20, random_state=0),
-    TSNE(n_iter=50, early_exaggeration_iter=10, random_state=0),
+    TSNE(max_iter=50, early_exaggeration_iter=10, random_state=0),
     GDR(n_epochs=20, random_state=0),
     GDR(normalized=True, n_epochs=30, random_state=0),
 ]
@@ -90,7 +90,7 @@ def test_estimators_load_without_scikit_learn():
         "import sys, numpy as np\n"
         "from unimap import GDR, PCA, TSNE, UMAP\n"
         "X = np.random.default_rng(0).standard_normal((300, 8)).astype(np.float32)\n"
-        "for est in (PCA(2), UMAP(n_epochs=5), TSNE(n_iter=20, early_exaggeration_iter=5),\n"
+        "for est in (PCA(2), UMAP(n_epochs=5), TSNE(max_iter=20, early_exaggeration_iter=5),\n"
         "            GDR(n_epochs=5), GDR(normalized=True, n_epochs=5)):\n"
         "    est.fit(X).transform(X[:5])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn'"

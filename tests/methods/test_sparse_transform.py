@@ -13,7 +13,7 @@ X_SPARSE = sp.random(300, 40, density=0.2, random_state=0, format="csr", dtype=n
 
 @pytest.mark.parametrize("make", [
     lambda: unimap.UMAP(n_epochs=20, random_state=0),
-    lambda: unimap.TSNE(n_iter=60, early_exaggeration_iter=20, random_state=0),
+    lambda: unimap.TSNE(max_iter=60, early_exaggeration_iter=20, random_state=0),
     lambda: unimap.GDR(n_epochs=20, random_state=0),
     lambda: unimap.GDR(normalized=True, n_epochs=40, random_state=0),
 ], ids=["umap", "tsne", "gdr", "gdr_normalized"])

@@ -112,8 +112,9 @@ def test_exact_tsne_on_digits_matches_known_quality(digits, digits_exact):
 
 def test_learning_rate_auto_and_fitted_attributes(blobs):
     X, _ = blobs
-    model = TSNE(n_iter=20, random_state=0, method="exact").fit(X)
-    assert model.learning_rate_ == (50.0, 75.0)  # max(300 / 12 / 4, 50), max(300 / 4, 50)
+    model = TSNE(max_iter=20, random_state=0, method="exact").fit(X)
+    assert model.early_learning_rate_ == 50.0  # max(300 / 12 / 4, 50)
+    assert model.learning_rate_ == 75.0  # max(300 / 4, 50): a float, as scikit-learn's
     assert model.perplexity_ == 30.0
     assert sp.issparse(model.P_) and model.P_.shape == (300, 300)
     assert model.sigmas_.shape == (300,)
@@ -123,7 +124,7 @@ def test_learning_rate_auto_and_fitted_attributes(blobs):
 @pytest.mark.parametrize("method", ["exact", "barnes_hut", "fft"])
 def test_same_embedding_for_any_n_jobs(blobs, method):
     X, _ = blobs
-    runs = [TSNE(method=method, n_iter=100, random_state=3, n_jobs=j).fit(X).embedding_
+    runs = [TSNE(method=method, max_iter=100, random_state=3, n_jobs=j).fit(X).embedding_
             for j in (1, 2)]
     np.testing.assert_array_equal(runs[0], runs[1])
 
@@ -132,8 +133,8 @@ def test_barnes_hut_with_theta_zero_equals_exact(blobs):
     X, _ = blobs
     # Same sums in a different order: equal to rounding, until the optimization's chaotic
     # amplification takes over (measured: identical for 20 iterations, 5e-7 apart at 40).
-    exact = TSNE(method="exact", n_iter=30, random_state=0).fit(X)
-    bh = TSNE(method="barnes_hut", theta=0.0, n_iter=30, random_state=0).fit(X)
+    exact = TSNE(method="exact", max_iter=30, random_state=0).fit(X)
+    bh = TSNE(method="barnes_hut", angle=0.0, max_iter=30, random_state=0).fit(X)
     np.testing.assert_allclose(bh.embedding_, exact.embedding_, rtol=1e-5, atol=1e-6)
     assert bh.kl_divergence_ == pytest.approx(exact.kl_divergence_, rel=1e-6)
 
@@ -158,11 +159,11 @@ def test_approximate_methods_reach_exact_kl(digits, digits_exact, method, params
 
 def test_three_components_and_exact_beyond(blobs):
     X, _ = blobs
-    assert TSNE(n_iter=30, random_state=0).fit(X).method_ == "barnes_hut"  # 2-D, n < 10k
-    assert TSNE(n_components=3, n_iter=30, random_state=0).fit(X).method_ == "barnes_hut"
-    model = TSNE(n_components=4, n_iter=30, random_state=0).fit(X)
+    assert TSNE(max_iter=30, random_state=0).fit(X).method_ == "barnes_hut"  # 2-D, n < 10k
+    assert TSNE(n_components=3, max_iter=30, random_state=0).fit(X).method_ == "barnes_hut"
+    model = TSNE(n_components=4, max_iter=30, random_state=0).fit(X)
     assert model.method_ == "exact" and model.embedding_.shape == (300, 4)
-    one = TSNE(n_components=1, n_iter=30, random_state=0).fit(X)
+    one = TSNE(n_components=1, max_iter=30, random_state=0).fit(X)
     assert one.method_ == "fft" and one.embedding_.shape == (300, 1)
 
 
@@ -182,7 +183,7 @@ def test_callback_is_called_and_can_stop(blobs):
         seen.append((iteration, kl, embedding.shape))
         return iteration >= 100
 
-    model = TSNE(n_iter=500, callback=callback, callback_every=25, random_state=0).fit(X)
+    model = TSNE(max_iter=500, callback=callback, callback_every=25, random_state=0).fit(X)
     assert [s[0] for s in seen] == [25, 50, 75, 100]
     assert model.n_iter_ == 100
     assert all(np.isfinite(s[1]) and s[2] == (300, 2) for s in seen)
@@ -191,7 +192,7 @@ def test_callback_is_called_and_can_stop(blobs):
 @pytest.mark.parametrize("init", ["pca", "random", "spectral"])
 def test_inits_are_scaled_small(blobs, init):
     X, y = blobs
-    model = TSNE(init=init, n_iter=250, random_state=0).fit(X)
+    model = TSNE(init=init, max_iter=250, random_state=0).fit(X)
     assert model.init_info_["method"] == init
     assert knn_accuracy_loo(model.embedding_, y, 10) > 0.95
 
@@ -199,20 +200,20 @@ def test_inits_are_scaled_small(blobs, init):
 def test_array_init_is_used(blobs):
     X, _ = blobs
     start = np.random.default_rng(0).normal(size=(300, 2)) * 1e-4
-    a = TSNE(init=start, n_iter=50, random_state=0).fit(X).embedding_
-    b = TSNE(init=start, n_iter=50, random_state=99).fit(X).embedding_
+    a = TSNE(init=start, max_iter=50, random_state=0).fit(X).embedding_
+    b = TSNE(init=start, max_iter=50, random_state=99).fit(X).embedding_
     np.testing.assert_array_equal(a, b)  # nothing random left once the start is given
     with pytest.raises(ValueError, match="init"):
-        TSNE(init=start[:, :1], n_iter=5).fit(X)
+        TSNE(init=start[:, :1], max_iter=5).fit(X)
 
 
 def test_metrics_other_than_euclidean(blobs):
     X, y = blobs
     for metric in ("cosine", "manhattan"):
-        emb = TSNE(metric=metric, n_iter=300, random_state=0).fit_transform(X)
+        emb = TSNE(metric=metric, max_iter=300, random_state=0).fit_transform(X)
         assert knn_accuracy_loo(emb, y, 10) > 0.9
     D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
-    emb = TSNE(metric="precomputed", init="random", n_iter=300, random_state=0).fit_transform(D)
+    emb = TSNE(metric="precomputed", init="random", max_iter=300, random_state=0).fit_transform(D)
     assert knn_accuracy_loo(emb, y, 10) > 0.95
 
 
@@ -272,8 +273,8 @@ def test_object_dtype_raises():
 
 
 @pytest.mark.parametrize("param, value", [
-    ("perplexity", 0), ("perplexity", -3.0), ("early_exaggeration", 0.0), ("n_iter", 0),
-    ("learning_rate", "fast"), ("learning_rate", -1.0), ("method", "bh"), ("theta", -0.1),
+    ("perplexity", 0), ("perplexity", -3.0), ("early_exaggeration", 0.0), ("max_iter", 0),
+    ("learning_rate", "fast"), ("learning_rate", -1.0), ("method", "bh"), ("angle", -0.1),
     ("dof", 0.0), ("init", "umap"), ("metric", "hamming"), ("final_momentum", 1.0),
     ("callback_every", 0), ("n_components", 0), ("max_step_norm", 0.0),
 ])
@@ -292,7 +293,7 @@ def test_callback_must_be_callable(blobs):
 def test_tiny_inputs_give_finite_output_with_warning(n):
     X = np.random.default_rng(0).normal(size=(n, 5))
     with pytest.warns(UserWarning, match="perplexity"):
-        model = TSNE(n_iter=100, random_state=0).fit(X)
+        model = TSNE(max_iter=100, random_state=0).fit(X)
     assert np.isfinite(model.embedding_).all() and model.embedding_.shape == (n, 2)
     assert model.perplexity_ < 30.0 and model.perplexity == 30.0
 
@@ -303,9 +304,9 @@ def test_duplicates_and_constant_columns_give_finite_output():
     X = np.hstack([X, np.ones((200, 2))])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        emb = TSNE(n_iter=200, random_state=0).fit_transform(X)
+        emb = TSNE(max_iter=200, random_state=0).fit_transform(X)
     assert np.isfinite(emb).all()
-    constant = TSNE(n_iter=100, random_state=0, init="random").fit_transform(np.ones((60, 3)))
+    constant = TSNE(max_iter=100, random_state=0, init="random").fit_transform(np.ones((60, 3)))
     assert np.isfinite(constant).all()
 
 
@@ -313,7 +314,7 @@ def test_integer_float16_and_sparse_input(blobs):
     X, _ = blobs
     for data in (np.round(X * 10).astype(np.int32), X.astype(np.float16),
                  sp.csr_matrix(np.maximum(X, 0))):
-        emb = TSNE(n_iter=50, random_state=0).fit_transform(data)
+        emb = TSNE(max_iter=50, random_state=0).fit_transform(data)
         assert np.isfinite(emb).all()
 
 

@@ -106,7 +106,7 @@ def test_gdr_normalized_nonfinite_force_is_named(small, monkeypatch):
 def test_tsne_divergence_fails_loudly(small):
     with pytest.raises(NonFiniteError, match=r"TSNE: .* became NaN or infinite at epoch \d+"
                                              r".*learning_rate"):
-        TSNE(method="exact", learning_rate=1e300, max_step_norm=None, n_iter=60,
+        TSNE(method="exact", learning_rate=1e300, max_step_norm=None, max_iter=60,
              early_exaggeration_iter=10, random_state=0).fit(small)
 
 
@@ -120,7 +120,7 @@ def test_transform_fault_is_caught(small, monkeypatch):
 
 
 @pytest.mark.parametrize("make", [
-    lambda cb: TSNE(n_iter=100, early_exaggeration_iter=20, callback=cb, callback_every=10,
+    lambda cb: TSNE(max_iter=100, early_exaggeration_iter=20, callback=cb, callback_every=10,
                     random_state=0),
 ], ids=["TSNE"])
 def test_interrupted_fit_leaves_the_estimator_as_it_was(small, make):
@@ -165,7 +165,7 @@ BAD_POINTS = {
 @pytest.mark.parametrize("kind", list(BAD_POINTS))
 @pytest.mark.parametrize("make", [
     lambda: PCA(2), lambda: UMAP(n_epochs=10, random_state=0),
-    lambda: TSNE(n_iter=30, early_exaggeration_iter=5, random_state=0),
+    lambda: TSNE(max_iter=30, early_exaggeration_iter=5, random_state=0),
     lambda: GDR(n_epochs=10, random_state=0),
 ], ids=["PCA", "UMAP", "TSNE", "GDR"])
 def test_transform_rejects_bad_points_as_fit_does(small, make, kind):
@@ -180,7 +180,7 @@ def test_transform_rejects_bad_points_as_fit_does(small, make, kind):
 
 @pytest.mark.parametrize("make", [
     lambda: PCA(2), lambda: UMAP(n_epochs=10, random_state=0),
-    lambda: TSNE(n_iter=30, early_exaggeration_iter=5, random_state=0),
+    lambda: TSNE(max_iter=30, early_exaggeration_iter=5, random_state=0),
     lambda: GDR(n_epochs=10, random_state=0),
 ], ids=["PCA", "UMAP", "TSNE", "GDR"])
 def test_transform_rejects_wrong_width(small, make):

@@ -15,7 +15,7 @@ ESTIMATORS = {
     "UMAP": lambda **kw: unimap.UMAP(n_epochs=20, random_state=0, **kw),
     "GDR": lambda **kw: unimap.GDR(n_epochs=20, random_state=0, **kw),
     "GDRn": lambda **kw: unimap.GDR(normalized=True, n_epochs=30, random_state=0, **kw),
-    "TSNE": lambda **kw: unimap.TSNE(n_iter=60, early_exaggeration_iter=20, random_state=0,
+    "TSNE": lambda **kw: unimap.TSNE(max_iter=60, early_exaggeration_iter=20, random_state=0,
                                       **kw),
 }
 

@@ -55,7 +55,7 @@ def _make_estimator(args):
                   max_memory=None if max_memory.lower() == "none" else max_memory,
                   device=getattr(args, "device", "auto"))
     if args.method == "tsne" and "n_epochs" in options:
-        options["n_iter"] = options.pop("n_epochs")
+        options["max_iter"] = options.pop("n_epochs")
     if args.method == "umap":
         return unimap.UMAP(**common, **options)
     if args.method == "tsne":

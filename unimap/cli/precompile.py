@@ -70,7 +70,7 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
     # device="cpu": where the gpu extra and a GPU are present, "auto" would send the fits to
     # the GPU and leave the CPU kernels uncompiled; the GPU's get their own tasks below.
     common = {"random_state": 0, "max_memory": None, "device": "cpu"}
-    short_tsne = {"n_iter": 60, "early_exaggeration_iter": 30, **common}
+    short_tsne = {"max_iter": 60, "early_exaggeration_iter": 30, **common}
     return [
         ("UMAP", fit_transform(UMAP(n_epochs=20, **common))),
         ("UMAP, hnsw", fit_transform(UMAP(n_epochs=20, knn_method="hnsw", **common))),
@@ -142,7 +142,7 @@ def _gpu_tasks(fit_transform) -> list:
         ("GDR cuda", fit_transform(GDR(n_epochs=20, **common))),
         ("GDR normalized cuda", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
         # its kNN graph, perplexity calibration and symmetrisation (its optimizer: the CPU's)
-        ("TSNE cuda", fit_transform(TSNE(n_iter=60, early_exaggeration_iter=30, **common))),
+        ("TSNE cuda", fit_transform(TSNE(max_iter=60, early_exaggeration_iter=30, **common))),
         ("PCA cuda", fit_transform(PCA(device="cuda"))),
     ]
 

@@ -96,7 +96,7 @@ def _shape_text(adata: Any, name: str) -> str:
 def json_safe(params: dict[str, Any]) -> dict[str, Any]:
     """The entries of ``params`` that an ``.h5ad`` file's ``uns`` stores in any anndata
     version: numbers, strings and booleans (NumPy scalars as Python ones), and tuples or lists
-    of them as lists (TSNE's early and late ``learning_rate_``); None and arrays are left out."""
+    of them as lists; None and arrays are left out."""
     out: dict[str, Any] = {}
     for name, value in params.items():
         if isinstance(value, (tuple, list)):

@@ -323,6 +323,9 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
     if not isinstance(params, dict) or not isinstance(attributes, dict):
         raise ValueError("the header's params and attributes must be JSON objects")
     valid = set(cls._get_param_names())
+    for old, new in _RENAMED_PARAMS.get(name, {}).items():
+        if old in params and new not in params:  # written before the rename
+            params[new] = params.pop(old)
     if set(params) - valid:
         raise ValueError(f"unknown parameter(s) {sorted(set(params) - valid)} for {name}")
     est = cls(**{k: decode(v, f"params.{k}", arrays) for k, v in params.items()})
@@ -349,6 +352,11 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
                          "precomputed_knn")
     est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric)
     return est
+
+
+# Parameters renamed since format version 1 was written: a file that has the old name
+# restores it under the new one (TSNE took scikit-learn's names for them).
+_RENAMED_PARAMS = {"TSNE": {"n_iter": "max_iter", "theta": "angle"}}
 
 
 def _referenced_arrays(value: Any) -> set[str]:

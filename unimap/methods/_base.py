@@ -25,6 +25,7 @@ from unimap.neighbors.graph import METHODS, METRICS
 from unimap.runtime.device import DEVICES
 from unimap.runtime.memory import MemoryEstimate, check_memory, input_copy_estimate
 from unimap.runtime.params import (
+    AnyOf,
     ArrayLike,
     Boolean,
     Integer,
@@ -54,7 +55,7 @@ PIPELINE_CONSTRAINTS = {
     "knn_method": Options(*METHODS),
     "precomputed_knn": Optional(ArrayLike()),
     "max_memory": MemorySize(),
-    "verbose": Boolean(),
+    "verbose": AnyOf(Boolean(), Integer(0)),  # umap-learn's bool, scikit-learn's levels
     "device": Options(*DEVICES),
 }
 """The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""

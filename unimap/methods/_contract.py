@@ -58,6 +58,11 @@ class EstimatorContract:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        from unimap.methods.foreign_names import suggesting_init
+
+        init = cls.__dict__.get("__init__")
+        if init is not None and not getattr(init, "_suggests", False):
+            cls.__init__ = suggesting_init(init)  # unknown names get "did you mean"
         for name in ("transform", "fit_transform"):
             method = cls.__dict__.get(name)
             if method is not None and not getattr(method, "_wraps_output", False):

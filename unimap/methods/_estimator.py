@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from unimap.methods._contract import EstimatorContract, not_fitted_error
-from unimap.runtime.params import validate_params
+from unimap.runtime.params import invalid_parameter, validate_params
 from unimap.runtime.progress import ProgressBar
 
 __all__ = ["PhaseTimer", "UnimapEstimator"]
@@ -86,7 +86,8 @@ class UnimapEstimator(EstimatorContract):
 
     def _validate_params(self) -> None:
         validate_params(self.get_params(deep=False), self._parameter_constraints)
-        self._check_param_relations()
+        with invalid_parameter():
+            self._check_param_relations()
 
     def _check_param_relations(self) -> None:
         """Rules between parameters (override)."""

@@ -81,7 +81,8 @@ class UMAPPlan(FitPlan):
 class TSNEPlan(FitPlan):
     method_: str
     perplexity_: float
-    learning_rate_: tuple[float, float]
+    learning_rate_: float
+    early_learning_rate_: float
     sigmas_: np.ndarray | None = None
     n_iter_: int = 0
     kl_divergence_: float | None = None

@@ -62,8 +62,10 @@ class TSNE(NeighborEmbedding):
         scikit-learn) and ``max(n / exaggeration / 4, 50)`` after it, as openTSNE does: on
         MNIST-20k this reached KL 2.120 in 750 iterations against 2.193 with the
         early-exaggeration rate kept throughout, at the same 10-NN accuracy.
-    n_iter : int, default=750
-        Total iterations, early exaggeration included.
+    max_iter : int, default=750
+        Total iterations, early exaggeration included (scikit-learn's meaning; its default
+        is 1000). openTSNE's ``n_iter=N`` counts only the iterations after early
+        exaggeration: it is ``max_iter=early_exaggeration_iter + N`` here.
     initial_momentum, final_momentum : float, default=0.5, 0.8
         Momentum during and after early exaggeration.
     min_gain : float, default=0.01
@@ -77,8 +79,21 @@ class TSNE(NeighborEmbedding):
         How the all-pairs repulsion is computed. ``"auto"``: FFT interpolation for 1
         component and for 2 from 10,000 points on, Barnes-Hut below that and for 3
         components, exact beyond 3 (the crossover is measured: see ``FFT_MIN_SAMPLES``).
-    theta : float, default=0.5
-        Barnes-Hut opening angle (0: exact sums through the tree).
+    angle : float, default=0.5
+        Barnes-Hut opening angle θ (0: exact sums through the tree); scikit-learn's name,
+        openTSNE's ``theta``.
+    n_iter_without_progress : int, optional
+        Stop after this many iterations past early exaggeration without a lower KL
+        divergence, checked every 50 iterations (scikit-learn's rule; its default is 300).
+        Default None: off, so that a fit runs ``max_iter`` iterations and costs no KL
+        evaluations it does not report.
+    min_grad_norm : float, optional
+        Stop when the norm of the whole gradient falls below this, checked every 50
+        iterations (scikit-learn's rule; its default is 1e-7). Default None: off.
+    n_iter, theta : deprecated
+        unimap's earlier names of ``max_iter`` and ``angle``: still taken, with a
+        ``FutureWarning``, and removed in a later release. ``n_iter`` counted every
+        iteration, as ``max_iter`` does.
     n_interpolation_points, min_num_intervals, ints_in_interval : int, int, float
         FFT grid: nodes per interval (3), minimum intervals per dimension (50), embedding
         units per interval (1.0); as in FIt-SNE / openTSNE.
@@ -105,7 +120,9 @@ default="pca"
         before the large allocations, with the estimate and the parameter that lowers it:
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
-    verbose : bool, default=False
+    verbose : bool or int, default=False
+        Print the phases, their times and the loss every 50 iterations (any true value;
+        scikit-learn's integer levels are taken).
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
@@ -117,14 +134,17 @@ default="pca"
     kl_divergence_ : float
         KL(P‖Q) of the final embedding (Z as estimated by ``method_``).
     n_iter_ : int
-        Iterations run (fewer than ``n_iter`` when the callback stopped them).
+        Iterations run (fewer than ``max_iter`` when the callback or a stopping rule
+        stopped them).
     graph_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         P, the symmetric joint probabilities, summing to 1 (also as ``P_``).
     sigmas_ : ndarray of shape (n_samples,)
         Gaussian bandwidths of the conditional probabilities.
     perplexity_ : float
-    learning_rate_ : tuple of float
-        Learning rates used during and after early exaggeration.
+    learning_rate_ : float
+        The learning rate after early exaggeration (``"auto"`` resolved, as scikit-learn's).
+    early_learning_rate_ : float
+        The learning rate during early exaggeration.
     method_ : str
     n_neighbors_ : int
         Columns of the kNN graph, the point itself included (⌊3·perplexity_⌋ + 1).
@@ -152,14 +172,18 @@ default="pca"
         "early_exaggeration_iter": Integer(0, MAX_ITERATIONS),
         "exaggeration": Real(0.0, low_inclusive=False),
         "learning_rate": AnyOf(Options("auto"), Real(0.0, low_inclusive=False)),
-        "n_iter": Integer(1, MAX_ITERATIONS),
+        "max_iter": Integer(1, MAX_ITERATIONS),
+        "n_iter": Optional(Integer(1, MAX_ITERATIONS)),
+        "n_iter_without_progress": Optional(Integer(1, MAX_ITERATIONS)),
+        "min_grad_norm": Optional(Real(0.0)),
         "initial_momentum": Real(0.0, 1.0, high_inclusive=False),
         "final_momentum": Real(0.0, 1.0, high_inclusive=False),
         "min_gain": Real(0.0),
         "max_grad_norm": Optional(Real(0.0, low_inclusive=False)),
         "max_step_norm": Optional(Real(0.0, low_inclusive=False)),
         "method": Options("auto", "exact", "barnes_hut", "fft"),
-        "theta": Real(0.0),
+        "angle": Real(0.0),
+        "theta": Optional(Real(0.0)),
         "n_interpolation_points": Integer(1, 64),  # p² per box
         "min_num_intervals": Integer(1, 100_000),
         "ints_in_interval": Real(0.0, low_inclusive=False),
@@ -178,14 +202,14 @@ default="pca"
         early_exaggeration_iter: int = 250,
         exaggeration: float = 1.0,
         learning_rate: Any = "auto",
-        n_iter: int = 750,
+        max_iter: int = 750,
         initial_momentum: float = 0.5,
         final_momentum: float = 0.8,
         min_gain: float = 0.01,
         max_grad_norm: float | None = None,
         max_step_norm: float | None = 5.0,
         method: str = "auto",
-        theta: float = 0.5,
+        angle: float = 0.5,
         n_interpolation_points: int = 3,
         min_num_intervals: int = 50,
         ints_in_interval: float = 1.0,
@@ -199,8 +223,12 @@ default="pca"
         max_memory: Any = "available",
         callback: Any = None,
         callback_every: int = 50,
-        verbose: bool = False,
+        verbose: bool | int = False,
         device: str = "auto",
+        n_iter_without_progress: int | None = None,
+        min_grad_norm: float | None = None,
+        n_iter: int | None = None,
+        theta: float | None = None,
     ) -> None:
         self.n_components = n_components
         self.perplexity = perplexity
@@ -208,14 +236,14 @@ default="pca"
         self.early_exaggeration_iter = early_exaggeration_iter
         self.exaggeration = exaggeration
         self.learning_rate = learning_rate
-        self.n_iter = n_iter
+        self.max_iter = max_iter
         self.initial_momentum = initial_momentum
         self.final_momentum = final_momentum
         self.min_gain = min_gain
         self.max_grad_norm = max_grad_norm
         self.max_step_norm = max_step_norm
         self.method = method
-        self.theta = theta
+        self.angle = angle
         self.n_interpolation_points = n_interpolation_points
         self.min_num_intervals = min_num_intervals
         self.ints_in_interval = ints_in_interval
@@ -231,6 +259,10 @@ default="pca"
         self.callback_every = callback_every
         self.verbose = verbose
         self.device = device
+        self.n_iter_without_progress = n_iter_without_progress
+        self.min_grad_norm = min_grad_norm
+        self.n_iter = n_iter
+        self.theta = theta
 
     @property
     def P_(self):
@@ -242,9 +274,23 @@ default="pca"
 
         perplexity = effective_perplexity(self.perplexity, n, stacklevel=4)
         return TSNEPlan(method_=self._resolve_method(n), perplexity_=perplexity,
-                        learning_rate_=self._learning_rates(n),
+                        **self._learning_rates(n),
                         n_neighbors_=perplexity_neighbors(perplexity, n - 1) + 1,
-                        n_epochs_=self.n_iter, init_=self.init)
+                        n_epochs_=self._max_iter, init_=self.init)
+
+    def _check_param_relations(self) -> None:
+        for old, new in (("n_iter", "max_iter"), ("theta", "angle")):
+            if getattr(self, old) is not None:
+                _warn_renamed(old, new)
+        self._resolve_method(FFT_MIN_SAMPLES)  # method against n_components, before the fit
+
+    @property
+    def _max_iter(self) -> int:
+        return self.max_iter if self.n_iter is None else self.n_iter
+
+    @property
+    def _angle(self) -> float:
+        return self.angle if self.theta is None else self.theta
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
         from unimap.methods.memory_plan import OPTIMIZER_BYTES, fft_grid_bytes
@@ -269,21 +315,24 @@ default="pca"
     def _optimize(self, fit, init, seed):
         from unimap.optimizers.forces import TSNEForces
         from unimap.optimizers.gradient_descent import Phase, gradient_descent
+        from unimap.optimizers.stopping import StoppingRule
 
-        n_early = min(self.early_exaggeration_iter, self.n_iter)
+        n_iter = self._max_iter
+        n_early = min(self.early_exaggeration_iter, n_iter)
         phases = [
             Phase(n_early, self.early_exaggeration, self.initial_momentum,
-                  fit.learning_rate_[0]),
-            Phase(self.n_iter - n_early, self.exaggeration, self.final_momentum,
-                  fit.learning_rate_[1]),
+                  fit.early_learning_rate_),
+            Phase(n_iter - n_early, self.exaggeration, self.final_momentum,
+                  fit.learning_rate_),
         ]
+        stopping = StoppingRule.of(self.n_iter_without_progress, self.min_grad_norm, n_early)
         forces = TSNEForces(fit.graph_, self._repulsion_params(fit.method_), init.shape[0],
                             init.shape[1])
         Y, fit.n_iter_ = gradient_descent(
             init.astype(np.float64), forces, phases, self.min_gain, self.max_grad_norm,
             self.max_step_norm, callback=self.callback, callback_every=self.callback_every,
             threads=adaptive_threads(init.shape[0]), log=self._log if self.verbose else None,
-            guard=self._epoch_guard(fit, TSNE_CAUSES))
+            guard=self._epoch_guard(fit, TSNE_CAUSES), stopping=stopping)
         fit.kl_divergence_ = forces.loss(Y)
         return Y.astype(np.float32)
 
@@ -341,15 +390,17 @@ default="pca"
     def _repulsion_params(self, method: str):
         from unimap.optimizers.forces import RepulsionParams
 
-        return RepulsionParams(method, float(self.theta), float(self.dof),
+        return RepulsionParams(method, float(self._angle), float(self.dof),
                                int(self.n_interpolation_points), int(self.min_num_intervals),
                                float(self.ints_in_interval))
 
-    def _learning_rates(self, n: int) -> tuple[float, float]:
+    def _learning_rates(self, n: int) -> dict[str, float]:
+        """``early_learning_rate_`` and ``learning_rate_`` (see ``learning_rate``)."""
         if self.learning_rate != "auto":
-            return float(self.learning_rate), float(self.learning_rate)
-        return (max(n / self.early_exaggeration / 4.0, 50.0),
-                max(n / self.exaggeration / 4.0, 50.0))
+            rate = float(self.learning_rate)
+            return {"early_learning_rate_": rate, "learning_rate_": rate}
+        return {"early_learning_rate_": max(n / self.early_exaggeration / 4.0, 50.0),
+                "learning_rate_": max(n / self.exaggeration / 4.0, 50.0)}
 
     def _resolve_method(self, n: int) -> str:
         dim = self.n_components
@@ -365,3 +416,13 @@ default="pca"
             raise ValueError(f"method='fft' supports n_components 1 or 2, got {dim}; "
                              "use 'barnes_hut' for 3 or 'exact' beyond")
         return method
+
+
+def _warn_renamed(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"TSNE's {old} is deprecated and will be removed: use {new}, which means the "
+                  f"same (openTSNE's n_iter=N, which counts only the iterations after early "
+                  f"exaggeration, is max_iter=early_exaggeration_iter + N)" if old == "n_iter"
+                  else f"TSNE's {old} is deprecated and will be removed: use {new} "
+                  "(scikit-learn's name; the same opening angle)", FutureWarning, stacklevel=5)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 
 from unimap.optimizers.forces import RepulsionParams
 from unimap.optimizers.schedule import decayed_step
+from unimap.optimizers.stopping import CHECK_EVERY, StoppingRule, gradient_norm
 from unimap.runtime.guards import TSNE_CAUSES, FiniteGuard
 
 __all__ = ["Phase", "MIN_GAIN", "MAX_STEP_NORM", "gradient_descent", "place_points"]
@@ -69,6 +71,7 @@ def gradient_descent(
     log: Callable[[str], None] | None = None,
     guard: Any = None,
     row_ids: np.ndarray | None = None,
+    stopping: StoppingRule | None = None,
 ) -> tuple[np.ndarray, int]:
     """Move ``Y`` down the gradient ``4 (E·attraction − repulsion/Z)`` through ``phases``.
 
@@ -97,6 +100,8 @@ def gradient_descent(
     guard : :class:`unimap.runtime.guards.FiniteGuard`, optional
         Checks the forces, ``1/Z`` and the embedding every iteration (``row_ids``: the input
         row of each row of ``Y``, for its message).
+    stopping : :class:`unimap.optimizers.stopping.StoppingRule`, optional
+        scikit-learn's stopping rules, checked every 50 iterations.
 
     Returns
     -------
@@ -137,6 +142,10 @@ def gradient_descent(
                 tic = time.perf_counter()
             if call and callback(done, value, Y.copy()):
                 return Y, done
+        if stopping is not None and done % CHECK_EVERY == 0 and stopping.should_stop(
+                done, partial(loss, Y),
+                partial(gradient_norm, attraction, repulsion, inv_z, phase.exaggeration)):
+            return Y, done
     return Y, done
 
 

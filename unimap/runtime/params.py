@@ -1,8 +1,10 @@
 """Declarative hyperparameter constraints, checked once at the entry of ``fit``.
 
 Each estimator declares ``_parameter_constraints = {"name": constraint, ...}``, one entry per
-``__init__`` argument; :func:`validate_params` checks them all and raises ``TypeError`` (wrong
-kind) or ``ValueError`` (bad value) with a message naming the parameter and what is allowed.
+``__init__`` argument; :func:`validate_params` checks them all and raises
+:class:`InvalidParameterError` (a ``ValueError`` and a ``TypeError`` at once, as scikit-learn's
+is, so ``except ValueError`` and ``except TypeError`` both catch it) with a message naming the
+parameter and what is allowed.
 Relations between parameters (``min_dist <= spread``) are checked by the estimator's
 ``_check_param_relations``. Code below the estimators trusts validated values.
 
@@ -13,14 +15,21 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from unimap.runtime.validation import check_bool, check_choice, check_float, check_int
 
-__all__ = ["Integer", "Real", "Options", "Boolean", "ArrayLike", "IsCallable", "Seed", "Jobs",
-           "AnyOf", "Optional", "MemorySize", "validate_params"]
+__all__ = ["InvalidParameterError", "Integer", "Real", "Options", "Boolean", "ArrayLike",
+           "IsCallable", "Seed", "Jobs", "AnyOf", "Optional", "MemorySize", "validate_params",
+           "invalid_parameter"]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A hyperparameter of the wrong kind or value (both a ``ValueError`` and a ``TypeError``,
+    like scikit-learn's ``InvalidParameterError``, so code written for either catches it)."""
 
 
 class Constraint:
@@ -217,4 +226,17 @@ def validate_params(params: Mapping[str, Any], constraints: Mapping[str, Constra
     if missing:  # a developer error: a parameter added without its constraint
         raise RuntimeError(f"no constraint declared for {sorted(missing)}")
     for name, constraint in constraints.items():
-        constraint.check(params[name], name)
+        with invalid_parameter():
+            constraint.check(params[name], name)
+
+
+@contextmanager
+def invalid_parameter() -> Iterator[None]:
+    """Re-raise a ``TypeError`` or ``ValueError`` of a parameter check as
+    :class:`InvalidParameterError` with the same message."""
+    try:
+        yield
+    except InvalidParameterError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(str(exc)) from None

@@ -1,0 +1,108 @@
+"""Parameter names and errors for users coming from scikit-learn, umap-learn, openTSNE and
+scanpy (issue 41): scikit-learn's TSNE names, InvalidParameterError, "did you mean"."""
+
+import numpy as np
+import pytest
+
+import unimap
+from unimap import GDR, PCA, TSNE, UMAP, InvalidParameterError
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(scale=6.0, size=(3, 8))
+    return (centers[rng.integers(0, 3, 150)] + rng.normal(size=(150, 8))).astype(np.float32)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: UMAP(n_neighbors="many"), lambda: UMAP(min_dist=-1.0), lambda: GDR(n_epochs=0),
+    lambda: TSNE(max_iter=0), lambda: TSNE(method="bh"), lambda: PCA(n_components=-2),
+    lambda: UMAP(min_dist=2.0, spread=1.0),  # a relation between two parameters
+])
+def test_invalid_values_raise_an_error_that_is_value_and_type_error(make, small):
+    with pytest.raises(InvalidParameterError) as info:
+        make().fit(small)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    assert unimap.InvalidParameterError is InvalidParameterError
+
+
+@pytest.mark.parametrize(("cls", "name", "expected"), [
+    (UMAP, "n_neighbor", "did you mean 'n_neighbors'"),
+    (TSNE, "perplexty", "did you mean 'perplexity'"),
+    (UMAP, "densmap", "densMAP is not supported"),
+    (UMAP, "max_iter", "n_epochs"),
+    (UMAP, "force_approximation_algorithm", "knn_method"),
+    (UMAP, "maxiter", "n_epochs"), (UMAP, "alpha", "learning_rate"),
+    (UMAP, "gamma", "repulsion_strength"), (UMAP, "init_pos", "init"),
+    (TSNE, "initialization", "init"), (TSNE, "negative_gradient_method", "method"),
+    (GDR, "angle", "Barnes-Hut"), (PCA, "zzz", "PCA's parameters are"),
+])
+def test_unknown_names_say_what_to_use(cls, name, expected):
+    with pytest.raises(TypeError, match=expected) as info:
+        cls(**{name: 1})
+    assert f"unexpected keyword argument {name!r}" in str(info.value)
+
+
+def test_wrapped_init_keeps_the_signature_for_get_params():
+    from sklearn.base import clone
+
+    model = TSNE(max_iter=300, angle=0.3)
+    assert model.get_params()["max_iter"] == 300 and model.get_params()["angle"] == 0.3
+    assert clone(model).get_params() == model.get_params()
+
+
+def test_tsne_max_iter_counts_every_iteration_and_n_iter_is_a_deprecated_alias(small):
+    new = TSNE(max_iter=80, early_exaggeration_iter=30, random_state=0).fit(small)
+    assert new.n_iter_ == 80
+    with pytest.warns(FutureWarning, match="max_iter=early_exaggeration_iter \\+ N"):
+        old = TSNE(n_iter=80, early_exaggeration_iter=30, random_state=0).fit(small)
+    np.testing.assert_array_equal(old.embedding_, new.embedding_)
+
+
+def test_tsne_angle_is_the_barnes_hut_angle_and_theta_a_deprecated_alias(small):
+    kw = dict(method="barnes_hut", max_iter=40, early_exaggeration_iter=10, random_state=0)
+    coarse = TSNE(angle=0.9, **kw).fit(small).embedding_
+    with pytest.warns(FutureWarning, match="use angle"):
+        old = TSNE(theta=0.9, **kw).fit(small).embedding_
+    np.testing.assert_array_equal(old, coarse)
+    assert not np.array_equal(coarse, TSNE(angle=0.1, **kw).fit(small).embedding_)
+
+
+def test_tsne_learning_rate_is_a_float_as_in_scikit_learn(small):
+    model = TSNE(max_iter=30, early_exaggeration_iter=10, random_state=0).fit(small)
+    assert isinstance(model.learning_rate_, float) and isinstance(model.early_learning_rate_, float)
+    assert model.learning_rate_ == 50.0  # max(150 / 1 / 4, 50)
+
+
+def test_tsne_min_grad_norm_stops_at_the_first_check(small):
+    model = TSNE(max_iter=300, early_exaggeration_iter=100, min_grad_norm=1e30,
+                 random_state=0).fit(small)
+    assert model.n_iter_ == 50  # checked every 50 iterations, as scikit-learn does
+
+
+def test_tsne_n_iter_without_progress_stops_a_stalled_fit(small):
+    # a step so small that the loss stops falling: KL is flat after early exaggeration
+    kw = dict(max_iter=600, early_exaggeration_iter=50, learning_rate=1e-12, random_state=0)
+    stalled = TSNE(n_iter_without_progress=100, **kw).fit(small)
+    assert 50 < stalled.n_iter_ < 600
+    assert TSNE(**kw).fit(small).n_iter_ == 600  # off by default
+
+
+def test_stopping_rule_off_leaves_the_fit_bitwise_unchanged(small):
+    kw = dict(max_iter=120, early_exaggeration_iter=30, random_state=0)
+    plain = TSNE(**kw).fit(small)
+    watched = TSNE(n_iter_without_progress=1000, min_grad_norm=0.0, **kw).fit(small)
+    assert watched.n_iter_ == 120
+    np.testing.assert_array_equal(plain.embedding_, watched.embedding_)
+
+
+@pytest.mark.parametrize("verbose", [0, 1, 2, True, False])
+def test_verbose_takes_scikit_learn_levels(verbose, small, capsys):
+    UMAP(n_epochs=5, verbose=verbose, random_state=0).fit(small)
+    assert bool(capsys.readouterr().out) == bool(verbose)
+
+
+def test_negative_verbose_is_refused():
+    with pytest.raises(InvalidParameterError, match="verbose"):
+        UMAP(verbose=-1).fit(np.ones((5, 2)))
