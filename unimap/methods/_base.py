@@ -86,6 +86,10 @@ class NeighborEmbedding(UnimapEstimator):
         ``metric="precomputed"``; an AnnData gives its ``obsm["X_pca"]``, else its ``X``.
         Returns ``self``.
 
+        ``y`` (UMAP and GDR): labels or targets for a supervised embedding, read as
+        ``target_metric`` says; ``-1``, NaN or None mark unlabelled points (semi-supervised).
+        TSNE ignores ``y``, as scikit-learn's does.
+
         The fitted attributes are set together at the end: a fit that fails (or is
         interrupted) leaves the estimator as it was.
         """
@@ -101,6 +105,7 @@ class NeighborEmbedding(UnimapEstimator):
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
         fit = self._resolve(n)
+        fit.target = self._check_target(y, n)
         fit.feature_names_in_ = getattr(names, "feature_names_in_", None)
         fit.use_rep_ = getattr(names, "use_rep_", None)
         fit.n_features_in_ = X.shape[1]
@@ -219,6 +224,20 @@ class NeighborEmbedding(UnimapEstimator):
         if index.serves_on_gpu(X.shape[0], fit.n_neighbors_):
             phases = ("neighbors", *phases)
         return phases
+
+    def _check_target(self, y: Any, n: int) -> Any:
+        """``y`` of ``fit`` checked for the method (override): ignored by default, as
+        scikit-learn's TSNE ignores it."""
+        return None
+
+    def _supervised(self, fit: FitPlan, graph: sp.csr_matrix) -> sp.csr_matrix:
+        """``graph`` intersected with the labels of ``fit(X, y)`` when there are some
+        (:mod:`unimap.methods.supervision`); called by the methods' ``_affinities``."""
+        if fit.target is None:
+            return graph
+        from unimap.methods.supervision import supervised_graph
+
+        return supervised_graph(self, graph, fit.target, self.n_jobs, fit._streams.neighbors)
 
     def _optimizer_on_gpu(self, fit: FitPlan) -> bool:
         """Whether the method's optimizer has CUDA kernels for this fit (asked of the

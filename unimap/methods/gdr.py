@@ -30,6 +30,7 @@ from unimap.methods import gdr_defaults as defaults
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import GDRPlan
+from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.methods.umap import check_kernel_params
 from unimap.runtime.params import (
     MAX_ITERATIONS,
@@ -120,6 +121,16 @@ class GDR(NeighborEmbedding):
         Default: "spectral" when not normalized (scaled into a [0, 10] box), "pca" when
         normalized (scaled to standard deviation 1e-4; "spectral" for precomputed distances).
         An array is used as given.
+    target_metric : {"categorical", "euclidean", "l2", "manhattan", "l1"}, default="categorical"
+        How ``y`` of ``fit(X, y)`` is read (umap-learn's meaning): class labels
+        (``-1``, NaN or None: unlabelled, for semi-supervised fits), or numeric targets of
+        shape (n_samples,) or (n_samples, n_targets) whose own kNN graph is intersected with
+        the data's.
+    target_weight : float in [0, 1], default=0.5
+        How much the labels count against the data: 0 keeps the data's graph nearly as it
+        is, 1 separates the classes as far as they go.
+    target_n_neighbors : int, default=-1
+        Neighbours of a numeric target's graph (-1: ``n_neighbors``).
     random_state : int, numpy Generator or None, default=None
     n_jobs : int, default=-1
         Threads (-1: all cores). Does not change the result.
@@ -206,6 +217,7 @@ class GDR(NeighborEmbedding):
         "momentum": Optional(Real(0.0, 1.0, high_inclusive=False)),
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),
+        **SUPERVISION_CONSTRAINTS,
     }
 
     def __init__(
@@ -237,6 +249,9 @@ class GDR(NeighborEmbedding):
         max_memory: Any = "available",
         verbose: bool = False,
         device: str = "auto",
+        target_metric: str = "categorical",
+        target_weight: float = 0.5,
+        target_n_neighbors: int = -1,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -265,6 +280,9 @@ class GDR(NeighborEmbedding):
         self.max_memory = max_memory
         self.verbose = verbose
         self.device = device
+        self.target_metric = target_metric
+        self.target_weight = target_weight
+        self.target_n_neighbors = target_n_neighbors
 
     @property
     def _scale(self) -> str:
@@ -281,6 +299,16 @@ class GDR(NeighborEmbedding):
         if self.shared_negatives and not self.normalized:
             raise ValueError("shared_negatives=True needs normalized=True: the unnormalized "
                              "mode draws its negative samples per edge")
+
+    def _check_target(self, y: Any, n: int) -> Any:
+        from unimap.methods.supervision import check_target
+
+        target = check_target(self, y, n)
+        if target is not None and self.symmetrization == "none":
+            raise ValueError("fit(X, y) needs a symmetric graph: symmetrization='none' keeps "
+                             "P directed, which the intersection with the labels' graph "
+                             "would symmetrise")
+        return target
 
     def _resolve(self, n: int) -> GDRPlan:
         return defaults.resolve_gdr_plan(self, n)
@@ -308,6 +336,10 @@ class GDR(NeighborEmbedding):
                              "perplexity" if self.normalized else "fuzzy",
                              fit.symmetrization_, self.normalized, fit.perplexity_,
                              device=fit.devices_["affinities"])
+        if fit.target is not None:
+            P = self._supervised(fit, P)
+            if self.normalized:  # back to a joint probability
+                P.data /= P.data.sum(dtype=np.float64)
         fit.mean_weight_ = float(P.data.mean()) if P.nnz else 0.0
         if fit.n_negatives_ is None:  # M = 1000 shared samples per epoch: n_negatives·nnz/n
             fit.n_negatives_ = defaults.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)

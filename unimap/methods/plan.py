@@ -54,6 +54,7 @@ class FitPlan:
     timings_: dict[str, float] | None = None
     # passed between phases only
     epoch_bar: Any = field(default=None, metadata=RUN_STATE)
+    target: np.ndarray | None = field(default=None, metadata=RUN_STATE)  # y, checked
 
     def fitted_attributes(self) -> dict[str, Any]:
         """The estimator's fitted attributes: every field but the run state, and the

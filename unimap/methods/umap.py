@@ -14,6 +14,7 @@ from typing import Any
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
+from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,
@@ -89,6 +90,16 @@ default="spectral"
         Negative samples per positive sample.
     a, b : float, optional
         Kernel parameters; default: fitted from ``min_dist`` and ``spread``.
+    target_metric : {"categorical", "euclidean", "l2", "manhattan", "l1"}, default="categorical"
+        How ``y`` of ``fit(X, y)`` is read (umap-learn's meaning): class labels
+        (``-1``, NaN or None: unlabelled, for semi-supervised fits), or numeric targets of
+        shape (n_samples,) or (n_samples, n_targets) whose own kNN graph is intersected with
+        the data's.
+    target_weight : float in [0, 1], default=0.5
+        How much the labels count against the data: 0 keeps the data's graph nearly as it
+        is, 1 separates the classes as far as they go.
+    target_n_neighbors : int, default=-1
+        Neighbours of a numeric target's graph (-1: ``n_neighbors``).
     random_state : int, numpy Generator or None, default=None
         Seed of every random choice (kNN backend, initialization, negative sampling).
     n_jobs : int, default=-1
@@ -157,6 +168,7 @@ default="spectral"
         "negative_sample_rate": Real(0.0, low_inclusive=False),
         "a": Optional(Real(0.0, low_inclusive=False)),
         "b": Optional(Real(0.0, low_inclusive=False)),
+        **SUPERVISION_CONSTRAINTS,
     }
 
     def __init__(
@@ -182,6 +194,9 @@ default="spectral"
         max_memory: Any = "available",
         verbose: bool = False,
         device: str = "auto",
+        target_metric: str = "categorical",
+        target_weight: float = 0.5,
+        target_n_neighbors: int = -1,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -204,6 +219,9 @@ default="spectral"
         self.max_memory = max_memory
         self.verbose = verbose
         self.device = device
+        self.target_metric = target_metric
+        self.target_weight = target_weight
+        self.target_n_neighbors = target_n_neighbors
 
     def _expected_failed_checks(self) -> dict[str, str]:
         return {**super()._expected_failed_checks(),
@@ -211,6 +229,11 @@ default="spectral"
 
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
+
+    def _check_target(self, y: Any, n: int) -> Any:
+        from unimap.methods.supervision import check_target
+
+        return check_target(self, y, n)
 
     def _resolve(self, n: int) -> UMAPPlan:
         from unimap.lowdim.ab_fit import find_ab_params
@@ -238,6 +261,7 @@ default="spectral"
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
             knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio,
             device=fit.devices_["affinities"])
+        graph = self._supervised(fit, graph)
         fit.pruned_graph = prune_graph(graph, fit.n_epochs_)
         return graph
 
