@@ -41,7 +41,7 @@ def _reference_general_intersection(left, right, weight):
     rmin = max(right.data.min() / 2.0, 1.0e-8)
     values = result.data.astype(np.float64).copy()
     L, R = left.tolil(), right.tolil()
-    for idx, (i, j) in enumerate(zip(result.row, result.col)):
+    for idx, (i, j) in enumerate(zip(result.row, result.col, strict=True)):
         lv = L[i, j] if L[i, j] != 0 else lmin
         rv = R[i, j] if R[i, j] != 0 else rmin
         if lv > lmin or rv > rmin:
@@ -74,7 +74,7 @@ def test_categorical_intersection_matches_umap_learn():
     far = far_distance(0.5)
     coo = graph.tocoo()
     values = coo.data.astype(np.float64).copy()
-    for idx, (i, j) in enumerate(zip(coo.row, coo.col)):  # umap-learn's loop
+    for idx, (i, j) in enumerate(zip(coo.row, coo.col, strict=True)):  # umap-learn's loop
         if codes[i] == -1 or codes[j] == -1:
             values[idx] *= math.exp(-1.0)
         elif codes[i] != codes[j]:
