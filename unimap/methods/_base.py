@@ -168,6 +168,22 @@ class NeighborEmbedding(UnimapEstimator):
             embedding = self._place(X, **options)
         return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
 
+    def _inverse_transform(self, Y: Any) -> np.ndarray:
+        """Points of the embedding mapped back to data space (:mod:`unimap.inverse`);
+        UMAP's and GDR's ``inverse_transform``."""
+        from unimap.inverse import inverse_positions
+        from unimap.runtime.validation import check_array
+
+        self._check_can_transform()
+        if self.metric == "precomputed":
+            raise ValueError("inverse_transform needs data rows; this model was fitted on "
+                             "precomputed distances")
+        Y = check_array(Y, "X")
+        self._check_n_features(Y, self.embedding_.shape[1])
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            return inverse_positions(self.embedding_, self._index.training_rows(), Y, self.a_,
+                                     self.b_, self.n_neighbors_, self.n_jobs)
+
     @property
     def _n_features_out(self) -> int:
         return self.embedding_.shape[1]

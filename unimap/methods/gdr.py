@@ -418,6 +418,26 @@ class GDR(NeighborEmbedding):
             )
         return super().transform(X)
 
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
+
+        Each point becomes the average of the data rows of its ``n_neighbors_`` nearest
+        training points in the embedding, weighted by the embedding's kernel
+        ``1/(1 + a_·d^(2·b_))`` (:mod:`unimap.inverse`). For ``metric="cosine"`` the rows are
+        averaged as the metric sees them, scaled to unit norm (and centred for
+        ``"correlation"``).
+
+        Parameters
+        ----------
+        X : array of shape (m, n_components)
+            Positions in the embedding.
+
+        Returns
+        -------
+        X_original : ndarray of shape (m, n_features_in_), float32
+        """
+        return self._inverse_transform(X)
+
     def _place(self, X):
         from unimap.optimizers.forces import RepulsionParams
         from unimap.placement import fuzzy_placement, perplexity_placement, transform_epochs

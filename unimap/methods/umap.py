@@ -11,6 +11,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
@@ -285,6 +287,26 @@ default="spectral"
         from unimap.optimizers.umap_sgd_cuda import supports
 
         return supports(self.n_components)
+
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
+
+        Each point becomes the average of the data rows of its ``n_neighbors_`` nearest
+        training points in the embedding, weighted by the embedding's kernel
+        ``1/(1 + a_·d^(2·b_))`` (:mod:`unimap.inverse`). For ``metric="cosine"`` the rows are
+        averaged as the metric sees them, scaled to unit norm (and centred for
+        ``"correlation"``).
+
+        Parameters
+        ----------
+        X : array of shape (m, n_components)
+            Positions in the embedding.
+
+        Returns
+        -------
+        X_original : ndarray of shape (m, n_features_in_), float32
+        """
+        return self._inverse_transform(X)
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to

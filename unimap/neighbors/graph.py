@@ -299,6 +299,15 @@ class NeighborIndex:
         order = np.argsort(d, axis=1, kind="stable")
         return np.take_along_axis(idx, order, 1), np.take_along_axis(d, order, 1)
 
+    def training_rows(self) -> np.ndarray:
+        """The indexed rows as the metric sees them: the data for euclidean and manhattan,
+        rows of unit norm for cosine (centred first for correlation)."""
+        if self.metric == "precomputed":
+            raise ValueError("a precomputed index holds distances, not data rows")
+        if self.method_ == "nndescent":
+            return _prepare(self._nnd_data, self.metric)
+        return self._data
+
     def _ensure_nndescent(self, k: int) -> None:
         if self._nnd is None:
             import numba
