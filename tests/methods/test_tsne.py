@@ -275,7 +275,7 @@ def test_object_dtype_raises():
 @pytest.mark.parametrize("param, value", [
     ("perplexity", 0), ("perplexity", -3.0), ("early_exaggeration", 0.0), ("max_iter", 0),
     ("learning_rate", "fast"), ("learning_rate", -1.0), ("method", "bh"), ("angle", -0.1),
-    ("dof", 0.0), ("init", "umap"), ("metric", "hamming"), ("final_momentum", 1.0),
+    ("dof", 0.0), ("init", "umap"), ("metric", "mahalanobis"), ("final_momentum", 1.0),
     ("callback_every", 0), ("n_components", 0), ("max_step_norm", 0.0),
 ])
 def test_invalid_hyperparameters_raise(blobs, param, value):

@@ -117,7 +117,7 @@ def test_morton_order_is_a_local_permutation():
 def test_invalid_metric_and_method():
     X = np.ones((5, 2), dtype=np.float32)
     with pytest.raises(ValueError, match="metric must be one of"):
-        nearest_neighbors(X, 3, metric="hamming")
+        nearest_neighbors(X, 3, metric="mahalanobis")
     with pytest.raises(ValueError, match="method must be one of"):
         nearest_neighbors(X, 3, method="annoy")
 

@@ -321,10 +321,11 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
 
 
 def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
-                  n_features: int, metric: str) -> Any:
+                  n_features: int, metric: str, metric_kwds: dict | None = None) -> Any:
     """The index :func:`export_index` described, checked against the estimator's training
     size ``n_samples``, ``n_features`` and ``metric``; hnsw graphs are rebuilt here."""
     from unimap.neighbors.graph import METHODS, METRICS, NeighborIndex
+    from unimap.neighbors.metrics import canonical_metric
     from unimap.runtime.threads import resolve_n_jobs
 
     if info is None:
@@ -332,7 +333,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     info = _typed(info, dict)  # a JSON object
     data = decode(info.get("data"), "index.data", arrays)
     method = info.get("method_")
-    if info.get("metric") != metric or metric not in METRICS:
+    if info.get("metric") != canonical_metric(metric) or metric not in METRICS:
         raise ValueError(f"index metric {info.get('metric')!r} is not the model's {metric!r}")
     if method not in ("exact", "hnsw", "nndescent", "cuda") or (
             info.get("method") not in METHODS) or (
@@ -347,7 +348,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     seed = decode(info.get("random_state"), "index.random_state", arrays)
     if not _is_int(n_jobs) or not (seed is None or _is_seed(seed)):
         raise ValueError("index n_jobs must be an int and random_state a seed")
-    index = NeighborIndex(metric, info.get("method"), n_jobs, seed)
+    index = NeighborIndex(metric, info.get("method"), n_jobs, seed, metric_kwds=metric_kwds)
     index.method_, index.n_samples_ = method, n_samples
     index.n_threads_ = resolve_n_jobs(n_jobs)  # this machine's cores: results do not depend
     if metric == "precomputed":

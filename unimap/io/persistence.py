@@ -350,7 +350,8 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
     if header.get("index") is None and vars(est).get("knn_method_") != "precomputed":
         raise ValueError("no neighbour index, though the model was not fitted with "
                          "precomputed_knn")
-    est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric)
+    est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric,
+                               est._metric_kwds)
     return est
 
 

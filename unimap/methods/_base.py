@@ -79,6 +79,19 @@ class NeighborEmbedding(UnimapEstimator):
 
     _scale = "box"
     PHASES = ("neighbors", "affinities", "init", "optimize")
+    _METRIC_KWDS = "metric_kwds"  # the parameter holding the metric's options (TSNE: sklearn's)
+
+    @property
+    def _metric_kwds(self) -> dict | None:
+        return getattr(self, self._METRIC_KWDS)
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        from unimap.neighbors.metrics import check_metric_kwds
+        from unimap.runtime.params import invalid_parameter
+
+        with invalid_parameter():
+            check_metric_kwds(self.metric, self._metric_kwds, self._METRIC_KWDS)
 
     # -- public API ------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> NeighborEmbedding:
@@ -236,7 +249,8 @@ class NeighborEmbedding(UnimapEstimator):
             phases += ("optimize",)
         if self.precomputed_knn is not None or sp.issparse(X):
             return phases
-        index = NeighborIndex(self.metric, self.knn_method, device="cuda")
+        index = NeighborIndex(self.metric, self.knn_method, device="cuda",
+                              metric_kwds=self._metric_kwds)
         if index.serves_on_gpu(X.shape[0], fit.n_neighbors_):
             phases = ("neighbors", *phases)
         return phases
@@ -293,7 +307,8 @@ class NeighborEmbedding(UnimapEstimator):
 
         n, d = X.shape
         knn = ("precomputed" if self.precomputed_knn is not None
-               else NeighborIndex(self.metric, self.knn_method).planned_method(n))
+               else NeighborIndex(self.metric, self.knn_method,
+                                  metric_kwds=self._metric_kwds).planned_method(n))
         spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
                                  sp.issparse(X), spectral, self._memory_profile(fit, n))
@@ -320,6 +335,7 @@ class NeighborEmbedding(UnimapEstimator):
         if sp.issparse(X):
             X = X.toarray()
         index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
+                              metric_kwds=self._metric_kwds,
                               device=fit.devices_["neighbors"]).build(X)
         graph = index.knn_graph(k)
         fit._index, fit.knn_method_ = index, index.method_

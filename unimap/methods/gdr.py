@@ -37,6 +37,7 @@ from unimap.runtime.params import (
     AnyOf,
     ArrayLike,
     Boolean,
+    Dict,
     Integer,
     Optional,
     Options,
@@ -55,7 +56,10 @@ class GDR(NeighborEmbedding):
     n_neighbors : int, default=15
         Neighbours (the point itself included) of the fuzzy graph, ``normalized=False``.
     n_components : int, default=2
-    metric : {"euclidean", "cosine", "correlation", "manhattan", "precomputed"}, default="euclidean"
+    metric : str, default="euclidean"
+        Any metric of :class:`unimap.UMAP` (``"precomputed"``: a square distance matrix).
+    metric_kwds : dict, optional
+        The metric's parameters: ``{"p": 3}`` for minkowski.
     normalized : bool, default=False
         False: UMAP-like (unnormalized P and Q). True: t-SNE-like (P and Q normalised).
     symmetric_attraction : bool, optional
@@ -199,6 +203,7 @@ class GDR(NeighborEmbedding):
 
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
+        "metric_kwds": Optional(Dict()),
         "n_neighbors": Integer(2),
         "normalized": Boolean(),
         "symmetric_attraction": Optional(Boolean()),
@@ -249,6 +254,7 @@ class GDR(NeighborEmbedding):
         max_memory: Any = "available",
         verbose: bool = False,
         device: str = "auto",
+        metric_kwds: dict | None = None,
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
@@ -280,6 +286,7 @@ class GDR(NeighborEmbedding):
         self.max_memory = max_memory
         self.verbose = verbose
         self.device = device
+        self.metric_kwds = metric_kwds
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors

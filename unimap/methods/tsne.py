@@ -23,6 +23,7 @@ from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
+    Dict,
     Integer,
     IsCallable,
     Optional,
@@ -97,7 +98,10 @@ class TSNE(NeighborEmbedding):
     n_interpolation_points, min_num_intervals, ints_in_interval : int, int, float
         FFT grid: nodes per interval (3), minimum intervals per dimension (50), embedding
         units per interval (1.0); as in FIt-SNE / openTSNE.
-    metric : {"euclidean", "cosine", "correlation", "manhattan", "precomputed"}, default="euclidean"
+    metric : str, default="euclidean"
+        Any metric of :class:`unimap.UMAP` (``"precomputed"``: a square distance matrix).
+    metric_params : dict, optional
+        The metric's parameters (scikit-learn's name): ``{"p": 3}`` for minkowski.
     init : {"pca", "random", "spectral"} or ndarray of shape (n_samples, n_components), \
 default="pca"
         Start; ``"pca"``, ``"spectral"`` (of P) and ``"random"`` are scaled to standard
@@ -165,8 +169,10 @@ default="pca"
     """
 
     _scale = "std"
+    _METRIC_KWDS = "metric_params"  # scikit-learn's name
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
+        "metric_params": Optional(Dict()),
         "perplexity": Real(0.0, low_inclusive=False),
         "early_exaggeration": Real(0.0, low_inclusive=False),
         "early_exaggeration_iter": Integer(0, MAX_ITERATIONS),
@@ -225,6 +231,7 @@ default="pca"
         callback_every: int = 50,
         verbose: bool | int = False,
         device: str = "auto",
+        metric_params: dict | None = None,
         n_iter_without_progress: int | None = None,
         min_grad_norm: float | None = None,
         n_iter: int | None = None,
@@ -259,6 +266,7 @@ default="pca"
         self.callback_every = callback_every
         self.verbose = verbose
         self.device = device
+        self.metric_params = metric_params
         self.n_iter_without_progress = n_iter_without_progress
         self.min_grad_norm = min_grad_norm
         self.n_iter = n_iter

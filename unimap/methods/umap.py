@@ -21,6 +21,7 @@ from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
+    Dict,
     Integer,
     Optional,
     Options,
@@ -68,8 +69,16 @@ class UMAP(NeighborEmbedding):
         Size of the local neighbourhood (the point itself included), in ``[2, n_samples]``.
     n_components : int, default=2
         Dimension of the embedding.
-    metric : {"euclidean", "cosine", "correlation", "manhattan", "precomputed"}, default="euclidean"
-        Input-space metric. ``"precomputed"``: ``X`` is a square distance matrix.
+    metric : str, default="euclidean"
+        Input-space metric: ``"euclidean"``, ``"cosine"``, ``"correlation"``,
+        ``"manhattan"``, ``"chebyshev"``, ``"minkowski"``, ``"canberra"``, ``"braycurtis"``,
+        ``"hamming"``, ``"jaccard"``, ``"dice"``, ``"hellinger"``, ``"haversine"``,
+        ``"sqeuclidean"`` (umap-learn's aliases such as ``"l1"`` and ``"l2"`` too;
+        :mod:`unimap.neighbors.metrics`), or ``"precomputed"``: ``X`` is a square distance
+        matrix. The general metrics are searched exactly up to 4,096 points and by
+        pynndescent beyond (``pip install 'unimap[nndescent]'``).
+    metric_kwds : dict, optional
+        The metric's parameters: ``{"p": 3}`` for minkowski.
     n_epochs : int, optional
         SGD epochs. Default: 500 for up to 10,000 points, else 200.
     learning_rate : float, default=1.0
@@ -158,6 +167,7 @@ default="spectral"
 
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
+        "metric_kwds": Optional(Dict()),
         "n_neighbors": Integer(2),
         "n_epochs": Optional(Integer(1, MAX_ITERATIONS)),
         "learning_rate": Real(0.0, low_inclusive=False),
@@ -196,6 +206,7 @@ default="spectral"
         max_memory: Any = "available",
         verbose: bool = False,
         device: str = "auto",
+        metric_kwds: dict | None = None,
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
@@ -221,6 +232,7 @@ default="spectral"
         self.max_memory = max_memory
         self.verbose = verbose
         self.device = device
+        self.metric_kwds = metric_kwds
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors

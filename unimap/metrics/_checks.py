@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.neighbors.graph import METRICS
+from unimap.neighbors.graph import NATIVE_OR_PRECOMPUTED as METRICS
 from unimap.runtime.validation import check_array, check_choice, check_int
 
 

@@ -12,7 +12,7 @@ from unimap.metrics._checks import _check_precomputed, _float_dtype
 from unimap.metrics._common import _prepare_rows
 from unimap.metrics._neighborhood import _drop_self, _exact_neighbors, _sample_queries
 from unimap.metrics._trustworthiness import SampledScore
-from unimap.neighbors.graph import METRICS
+from unimap.neighbors.graph import NATIVE_OR_PRECOMPUTED as METRICS
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_array, check_choice, check_int
 

@@ -7,7 +7,8 @@ the training points, column 0 is the point itself at distance 0 (as in umap-lear
 
 Metrics: ``euclidean``, ``cosine``, ``correlation`` (reduced to euclidean on normalised rows,
 so every backend serves them), ``manhattan`` (exact backend, or pynndescent when installed),
-and ``precomputed`` (a square distance matrix).
+the general metrics of :mod:`unimap.neighbors.metrics` (exact up to 4,096 points, pynndescent
+beyond), and ``precomputed`` (a square distance matrix).
 
 Backends (``method``):
 
@@ -43,12 +44,24 @@ from unimap.neighbors import sharded as _sharded_knn
 from unimap.neighbors.candidates import HNSW_PCA_DIM
 from unimap.neighbors.exact import exact_query
 from unimap.neighbors.hnsw import _HNSWIndex
+from unimap.neighbors.metrics import (
+    GENERAL_EXACT_MAX_SAMPLES,
+    GENERAL_METRICS,
+    METRIC_ALIASES,
+    NATIVE_METRICS,
+    canonical_metric,
+    check_metric_data,
+    check_metric_kwds,
+)
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_choice, check_int
 
-__all__ = ["KNNGraph", "NeighborIndex", "nearest_neighbors", "METRICS", "EXACT_MAX_SAMPLES"]
+__all__ = ["KNNGraph", "NeighborIndex", "nearest_neighbors", "METRICS", "NATIVE_OR_PRECOMPUTED",
+           "EXACT_MAX_SAMPLES"]
 
-METRICS = ("euclidean", "cosine", "correlation", "manhattan", "precomputed")
+METRICS = (*NATIVE_METRICS, *GENERAL_METRICS, *METRIC_ALIASES, "precomputed")
+# the metrics of the evaluation functions (unimap.metrics) and the dask kNN: the native ones
+NATIVE_OR_PRECOMPUTED = (*NATIVE_METRICS, "precomputed")
 METHODS = ("auto", "exact", "hnsw", "nndescent")
 EXACT_MAX_SAMPLES = 20_000
 
@@ -119,6 +132,8 @@ class NeighborIndex:
         Threads for the backend (-1: all cores).
     random_state : int, optional
         Seed for randomised backends.
+    metric_kwds : dict, optional
+        The metric's parameters (``{"p": 3}`` for minkowski).
     device : {"cpu", "cuda"}, default="cpu"
         ``"cuda"`` with ``method="auto"``: the kNN graph of the indexed points is computed on
         the GPU where :func:`unimap.neighbors.brute_force_cuda.usable` says it serves (``method_ =
@@ -127,8 +142,10 @@ class NeighborIndex:
     """
 
     def __init__(self, metric: str = "euclidean", method: str = "auto", n_jobs: int = -1,
-                 random_state: int | None = None, device: str = "cpu") -> None:
-        self.metric = metric
+                 random_state: int | None = None, device: str = "cpu",
+                 metric_kwds: dict | None = None) -> None:
+        self.metric = canonical_metric(metric)
+        self.metric_kwds = check_metric_kwds(self.metric, metric_kwds)
         self.method = method
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -152,6 +169,7 @@ class NeighborIndex:
             self.method_ = "exact"
             self._data = np.ascontiguousarray(X, dtype=np.float32)
             return self
+        check_metric_data(self.metric, X.shape[1])
         if self.serves_on_gpu(X.shape[0], 1) and not sp.issparse(X):
             self.method_, self._data, self._cpu = "cuda", _prepare(X, self.metric), None
             return self
@@ -200,6 +218,8 @@ class NeighborIndex:
             return "exact"
         has_faiss = importlib.util.find_spec("faiss") is not None
         has_nnd = importlib.util.find_spec("pynndescent") is not None
+        if self.metric in GENERAL_METRICS:
+            return self._planned_general(n, has_nnd)
         if self.method == "hnsw":
             if not has_faiss:
                 raise ImportError("method='hnsw' needs faiss, a dependency of unimap that is not "
@@ -221,6 +241,21 @@ class NeighborIndex:
             return "nndescent"
         return "exact"
 
+    def _planned_general(self, n: int, has_nnd: bool) -> str:
+        """The backend of a general metric: exact up to ``GENERAL_EXACT_MAX_SAMPLES``
+        points (or when asked), pynndescent beyond."""
+        if self.method == "hnsw":
+            raise ValueError(f"method='hnsw' supports euclidean, cosine and correlation, not "
+                             f"{self.metric!r}")
+        if self.method == "exact" or (self.method == "auto" and n <= GENERAL_EXACT_MAX_SAMPLES):
+            return "exact"
+        if not has_nnd:
+            raise ImportError(
+                f"metric={self.metric!r} on more than {GENERAL_EXACT_MAX_SAMPLES} points needs "
+                "pynndescent: pip install 'unimap[nndescent]' (or knn_method='exact', "
+                "O(n^2) time)")
+        return "nndescent"
+
     # -- queries -----------------------------------------------------------------------------
     def knn_graph(self, n_neighbors: int) -> KNNGraph:
         """The kNN graph of the indexed points, the point itself in column 0."""
@@ -230,7 +265,8 @@ class NeighborIndex:
             idx, dist = self._precomputed_rows(self._data, k, exclude_self=True)
         elif self.method_ == "exact":
             with numba_threads(self.n_threads_):
-                idx, dist = exact_query(self._data, self._data, k - 1, self.metric, 0)
+                idx, dist = exact_query(self._data, self._data, k - 1, self.metric, 0,
+                                        self.metric_kwds)
         elif self.method_ == "hnsw":
             idx, dist = self._hnsw.search(self._data, k)
         elif self.method_ == "cuda":
@@ -282,7 +318,8 @@ class NeighborIndex:
             return idx.astype(np.int32), dist.astype(np.float32)
         else:
             with numba_threads(self.n_threads_):
-                idx, dist = exact_query(self._data, Yp, k, self.metric, None)
+                idx, dist = exact_query(self._data, Yp, k, self.metric, None,
+                                        self.metric_kwds)
         return idx.astype(np.int32), _finish_distances(dist, self.metric)
 
     @staticmethod
@@ -320,7 +357,7 @@ class NeighborIndex:
             n_jobs = max(1, min(self.n_threads_, numba.config.NUMBA_NUM_THREADS))
             self._nnd = NNDescent(
                 self._nnd_data, n_neighbors=max(k, 15), metric=self.metric,
-                random_state=seed, n_jobs=n_jobs,
+                metric_kwds=self.metric_kwds or None, random_state=seed, n_jobs=n_jobs,
             )
 
     def _nndescent_graph(self, k: int):
@@ -336,6 +373,7 @@ class NeighborIndex:
     def __setstate__(self, state: dict) -> None:
         if "_nnd_data" in state:
             state["_nnd"] = None
+        state.setdefault("metric_kwds", {})  # pickled before metrics took parameters
         if "n_samples_" not in state and "_data" in state:  # pickled before n_samples_
             state["n_samples_"] = state["_data"].shape[0]
         self.__dict__.update(state)

@@ -23,8 +23,8 @@ from typing import Any
 from unimap.runtime.validation import check_bool, check_choice, check_float, check_int
 
 __all__ = ["InvalidParameterError", "Integer", "Real", "Options", "Boolean", "ArrayLike",
-           "IsCallable", "Seed", "Jobs", "AnyOf", "Optional", "MemorySize", "validate_params",
-           "invalid_parameter"]
+           "IsCallable", "Dict", "Seed", "Jobs", "AnyOf", "Optional", "MemorySize",
+           "validate_params", "invalid_parameter"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -125,6 +125,20 @@ class ArrayLike(Constraint):
 
     def describe(self):
         return "an array"
+
+
+class Dict(Constraint):
+    """A dict of options (its entries are checked where they are used)."""
+
+    def accepts_kind(self, value):
+        return isinstance(value, Mapping)
+
+    def check(self, value, name):
+        if not self.accepts_kind(value):
+            raise TypeError(f"{name} must be a dict, got {type(value).__name__} {value!r}")
+
+    def describe(self):
+        return "a dict"
 
 
 class IsCallable(Constraint):

@@ -1,0 +1,115 @@
+"""The input-space metrics: their names, parameters and exact distances.
+
+Two families:
+
+- **native** (``euclidean``, ``cosine``, ``correlation``, ``manhattan``): every backend of
+  :mod:`unimap.neighbors.graph` serves them with its own kernels (BLAS, faiss, the GPU);
+- **general** (``chebyshev``, ``minkowski``, ``canberra``, ``braycurtis``, ``hamming``,
+  ``jaccard``, ``dice``, ``hellinger``, ``haversine``, ``sqeuclidean``): exact distances by
+  :func:`pairwise` (SciPy's ``cdist``, which defines them; hellinger and haversine written
+  here with pynndescent's and scikit-learn's definitions) up to
+  :data:`GENERAL_EXACT_MAX_SAMPLES` points, as umap-learn does, and pynndescent beyond (it
+  defines the same metrics, compiled with numba).
+
+umap-learn's aliases (``l1``, ``l2``, ``cityblock``, ``taxicab``, ``linf``, ...) map to these
+names (:func:`canonical_metric`). ``minkowski`` takes ``p`` (default 2) through the
+estimators' ``metric_kwds`` (``metric_params`` for TSNE, scikit-learn's name).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NATIVE_METRICS", "GENERAL_METRICS", "METRIC_ALIASES", "GENERAL_EXACT_MAX_SAMPLES",
+           "canonical_metric", "check_metric_kwds", "pairwise"]
+
+NATIVE_METRICS = ("euclidean", "cosine", "correlation", "manhattan")
+GENERAL_METRICS = ("chebyshev", "minkowski", "canberra", "braycurtis", "hamming", "jaccard",
+                   "dice", "hellinger", "haversine", "sqeuclidean")
+METRIC_ALIASES = {"l2": "euclidean", "l1": "manhattan", "cityblock": "manhattan",
+                  "taxicab": "manhattan", "linf": "chebyshev", "linfinity": "chebyshev",
+                  "linfty": "chebyshev", "infinity": "chebyshev"}
+# Below this many points the general metrics are searched exactly (umap-learn's threshold).
+GENERAL_EXACT_MAX_SAMPLES = 4096
+
+_BOOLEAN = ("jaccard", "dice")  # non-zero entries are True, as in pynndescent
+
+
+def canonical_metric(metric: str) -> str:
+    """The metric's own name for an alias (``"l1"`` → ``"manhattan"``)."""
+    return METRIC_ALIASES.get(metric, metric)
+
+
+def check_metric_kwds(metric: str, kwds: Mapping[str, Any] | None,
+                      name: str = "metric_kwds") -> dict[str, Any]:
+    """The metric's parameters checked: ``minkowski`` takes ``p`` > 0 (default 2), the
+    others none. Raises ``ValueError`` naming an unknown or bad parameter."""
+    kwds = dict(kwds or {})
+    metric = canonical_metric(metric)
+    allowed = {"p"} if metric == "minkowski" else set()
+    unknown = set(kwds) - allowed
+    if unknown:
+        takes = "takes only 'p'" if allowed else "takes no parameters"
+        raise ValueError(f"{name} {sorted(unknown)} not understood: metric={metric!r} {takes}")
+    if metric == "minkowski":
+        p = kwds.setdefault("p", 2.0)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not (
+                0 < p < math.inf):
+            raise ValueError(f"{name}['p'] of minkowski must be a positive number, got {p!r}")
+        kwds["p"] = float(p)
+    return kwds
+
+
+def check_metric_data(metric: str, n_features: int) -> None:
+    """Refuse data the metric is not defined on (haversine: 2 columns)."""
+    if canonical_metric(metric) == "haversine" and n_features != 2:
+        raise ValueError("metric='haversine' needs 2 columns (latitude, longitude in radians), "
+                         f"got {n_features}")
+
+
+def pairwise(A: np.ndarray, B: np.ndarray, metric: str,
+             kwds: Mapping[str, Any] | None = None) -> np.ndarray:
+    """Distances between the rows of ``A`` (m, d) and ``B`` (n, d) for a general metric,
+    float32 of shape (m, n)."""
+    from scipy.spatial.distance import cdist
+
+    metric = canonical_metric(metric)
+    kwds = dict(kwds or {})
+    if metric == "hellinger":
+        return _hellinger(A, B)
+    if metric == "haversine":
+        return _haversine(A, B)
+    if metric in _BOOLEAN:
+        return cdist(A != 0, B != 0, metric).astype(np.float32)
+    return cdist(np.asarray(A, np.float64), np.asarray(B, np.float64), metric,
+                 **kwds).astype(np.float32)
+
+
+def _hellinger(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """pynndescent's hellinger: ``sqrt(1 − Σ√(x·y) / √(Σx·Σy))`` on non-negative rows; 0
+    between two zero rows, 1 between a zero row and another."""
+    if (A < 0).any() or (B < 0).any():
+        raise ValueError("metric='hellinger' needs non-negative data")
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    overlap = np.sqrt(A) @ np.sqrt(B).T
+    norms = np.sqrt(np.outer(A.sum(axis=1), B.sum(axis=1)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.sqrt(np.maximum(1.0 - overlap / norms, 0.0))
+    zero_a, zero_b = A.sum(axis=1) == 0, B.sum(axis=1) == 0
+    out[zero_a[:, None] ^ zero_b[None, :]] = 1.0
+    out[zero_a[:, None] & zero_b[None, :]] = 0.0
+    return out.astype(np.float32)
+
+
+def _haversine(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Great-circle distance on the unit sphere between (latitude, longitude) rows in
+    radians (scikit-learn's and pynndescent's haversine)."""
+    A, B = np.asarray(A, np.float64), np.asarray(B, np.float64)
+    lat = np.sin(0.5 * (A[:, None, 0] - B[None, :, 0])) ** 2
+    lon = np.sin(0.5 * (A[:, None, 1] - B[None, :, 1])) ** 2
+    inner = lat + np.cos(A[:, None, 0]) * np.cos(B[None, :, 0]) * lon
+    return (2.0 * np.arcsin(np.sqrt(np.clip(inner, 0.0, 1.0)))).astype(np.float32)
