@@ -214,3 +214,46 @@ def test_embed_quiet_and_json_summary(tmp_path, blobs, capsys):
     with pytest.raises(SystemExit) as usage:  # --quiet and --json exclude each other
         main(["embed", "blobs", "-q", "--json"])
     assert usage.value.code == 2
+
+
+def test_supervised_embed_uses_the_labels_as_y(tmp_path, blobs):
+    import unimap
+
+    X, y = blobs
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    args = ["embed", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"), "-q",
+            "--n-epochs", "30", "--random-state", "0"]
+    assert main([*args, "-o", str(tmp_path / "s.png"), "--supervised",
+                 "--target-weight", "0.9"]) == 0
+    expected = unimap.UMAP(n_epochs=30, random_state=0, target_weight=0.9).fit_transform(X, y)
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), expected)
+    assert main([*args, "-o", str(tmp_path / "p.png")]) == 0  # labels only colour
+    assert not np.array_equal(np.load(tmp_path / "p.npy"), expected)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--supervised"], "--supervised needs labels"),
+    (["--target-weight", "0.5"], "--target-weight needs --supervised"),
+    (["--supervised", "--labels", "LABELS", "--method", "tsne"], "umap, gdr and gdr-tsne"),
+    (["--metric-kwds", "{p: 3}"], "JSON object"),
+    (["--metric", "canberra", "--metric-kwds", '{"p": 3}'], "takes no parameters"),
+])
+def test_supervision_and_metric_flags_are_checked(tmp_path, blobs, capsys, argv, message):
+    np.save(tmp_path / "x.npy", blobs[0])
+    np.save(tmp_path / "y.npy", blobs[1])
+    argv = [a.replace("LABELS", str(tmp_path / "y.npy")) for a in argv]
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "e.png"),
+                 "--n-epochs", "5", *argv]) != 0
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "e.png").exists()
+
+
+def test_metric_with_parameters_from_the_command_line(tmp_path, blobs):
+    import unimap
+
+    np.save(tmp_path / "x.npy", blobs[0])
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "m.png"), "-q",
+                 "--metric", "minkowski", "--metric-kwds", '{"p": 3}', "--n-epochs", "20",
+                 "--save-model", str(tmp_path / "m.unimap")]) == 0
+    assert unimap.load(tmp_path / "m.unimap").metric_kwds == {"p": 3}

@@ -26,14 +26,16 @@ from unimap.io.atomic import atomic_path
 from unimap.io.write import check_output_path, write_embedding
 
 # Which options each method takes; giving another is an error, not silently ignored.
+_SUPERVISED = {"target_weight"}
 _METHOD_OPTIONS = {
-    "umap": {"n_neighbors", "min_dist", "metric", "n_epochs"},
-    "gdr": {"n_neighbors", "min_dist", "metric", "n_epochs"},
-    "tsne": {"perplexity", "metric", "n_epochs"},
-    "gdr-tsne": {"perplexity", "metric", "n_epochs"},
+    "umap": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
+    "gdr": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
+    "tsne": {"perplexity", "metric", "metric_kwds", "n_epochs"},
+    "gdr-tsne": {"perplexity", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
     "pca": set(),
 }
-_OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "n_epochs")
+_OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds", "n_epochs",
+             "target_weight")
 
 
 def _make_estimator(args):
@@ -45,6 +47,8 @@ def _make_estimator(args):
         flags = ", ".join("--" + name.replace("_", "-") for name in stray)
         raise UsageError(f"{flags} does not apply to --method {args.method}")
     options = {name: getattr(args, name) for name in given}
+    if "metric_kwds" in options:
+        options["metric_kwds"] = _metric_kwds(options["metric_kwds"])
     common = {"n_components": args.n_components, "random_state": args.random_state}
     if args.method == "pca":
         return unimap.PCA(**common, device=getattr(args, "device", "auto"))
@@ -56,11 +60,38 @@ def _make_estimator(args):
                   device=getattr(args, "device", "auto"))
     if args.method == "tsne" and "n_epochs" in options:
         options["max_iter"] = options.pop("n_epochs")
+    if args.method == "tsne" and "metric_kwds" in options:
+        options["metric_params"] = options.pop("metric_kwds")  # scikit-learn's name
     if args.method == "umap":
         return unimap.UMAP(**common, **options)
     if args.method == "tsne":
         return unimap.TSNE(**common, **options)
     return unimap.GDR(normalized=args.method == "gdr-tsne", **common, **options)
+
+
+def _metric_kwds(text: str) -> dict:
+    """``--metric-kwds``: a JSON object such as ``{"p": 3}``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--metric-kwds must be a JSON object such as '{{\"p\": 3}}': "
+                         f"{exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--metric-kwds must be a JSON object such as '{{\"p\": 3}}', got "
+                         f"{text!r}")
+    return value
+
+
+def _check_supervision(args, labels) -> None:
+    if not getattr(args, "supervised", False):
+        if getattr(args, "target_weight", None) is not None:
+            raise UsageError("--target-weight needs --supervised")
+        return
+    if args.method in ("tsne", "pca"):
+        raise UsageError(f"--supervised applies to umap, gdr and gdr-tsne, not --method "
+                         f"{args.method}")
+    if labels is None:
+        raise UsageError("--supervised needs labels: --labels FILE or --label-column NAME")
 
 
 def _embed(args) -> int:
@@ -85,9 +116,10 @@ def _embed(args) -> int:
     if args.write_back:
         check_output_path(args.input)  # anndata is there (it read the input too)
     X, labels, name = _load_input(args)
+    _check_supervision(args, labels)
     start = time.perf_counter()
     estimator = _make_estimator(args)
-    embedding = estimator.fit_transform(X)
+    embedding = estimator.fit_transform(X, labels if args.supervised else None)
     elapsed = time.perf_counter() - start
     from unimap.io.anndata_input import fit_record
     from unimap.plotting.static import save_scatter

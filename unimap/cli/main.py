@@ -62,7 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--n-components", type=int, default=2)
     embed.add_argument("--min-dist", type=float, help="umap, gdr (default 0.1)")
     embed.add_argument("--perplexity", type=float, help="tsne (default 30), gdr-tsne (default 10)")
-    embed.add_argument("--metric", help="all but pca (default euclidean)")
+    embed.add_argument("--metric", help="all but pca (default euclidean; also chebyshev, "
+                       "minkowski, canberra, braycurtis, hamming, jaccard, dice, hellinger, "
+                       "haversine, sqeuclidean, l1, l2)")
+    embed.add_argument("--metric-kwds", help="the metric's parameters as JSON, e.g. "
+                       "'{\"p\": 3}' for minkowski")
+    embed.add_argument("--supervised", action="store_true",
+                       help="umap, gdr, gdr-tsne: fit with the labels (--labels or "
+                       "--label-column) as y; -1 or empty entries are unlabelled")
+    embed.add_argument("--target-weight", type=float,
+                       help="with --supervised: how much the labels count, 0 to 1 (0.5)")
     embed.add_argument("--n-epochs", type=int, help="epochs (umap, gdr, gdr-tsne) or "
                        "iterations (tsne); default: the method's")
     embed.add_argument("--random-state", type=int, default=0)
