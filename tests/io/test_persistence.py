@@ -290,6 +290,18 @@ def _names(path):
         return archive.namelist()
 
 
+def _reference_fingerprint():
+    """``fingerprint`` of tests/methods/test_reference_embeddings.py, loaded by path (that
+    folder is on sys.path only when pytest collected it too)."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "methods" / "test_reference_embeddings.py"
+    spec = importlib.util.spec_from_file_location("_reference_embeddings", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.fingerprint
+
+
 def _header(path):
     with zipfile.ZipFile(path) as archive:
         return json.loads(archive.read("header.json"))
@@ -576,7 +588,7 @@ def _agreement(embedding, placed, y, y_new):
 
 @pytest.mark.parametrize("name", list(FIXTURES))
 def test_version_1_file_still_loads(name):
-    from test_reference_embeddings import fingerprint
+    fingerprint = _reference_fingerprint()
 
     path = DATA / f"model_v1_{name}.unimap"
     assert path.stat().st_size < 200_000
@@ -597,7 +609,7 @@ def test_version_1_file_still_loads(name):
 
 def main() -> None:
     """Write the version-1 fixtures (once; see the module docstring)."""
-    from test_reference_embeddings import fingerprint
+    fingerprint = _reference_fingerprint()
 
     X, _, X_new, _ = _fixture_data()
     for name, make in FIXTURES.items():
@@ -630,3 +642,20 @@ def test_tsne_file_with_the_old_parameter_names_loads_under_the_new(tmp_path):
     loaded = unimap.load(old)
     assert (loaded.max_iter, loaded.angle, loaded.n_iter, loaded.theta) == (60, 0.4, None, None)
     np.testing.assert_array_equal(loaded.transform(X[:5]), model.transform(X[:5]))
+
+
+def test_tampered_unique_inverse_is_refused(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4)).astype(np.float32)[rng.integers(0, 60, 90)]
+    path = UMAP(unique=True, n_epochs=10, random_state=0).fit(X).save(tmp_path / "u.unimap")
+    header = _header(path)
+    n = _entry(header, "unique_inverse_")["shape"][0]
+
+    def scramble(members, header):
+        bad = np.arange(n, dtype=np.int64)[::-1].copy()  # codes not by first appearance
+        members["unique_inverse_.npy"] = _npy(bad)
+        _entry(header, "unique_inverse_").update(dtype=bad.dtype.str, shape=[n])
+        members["header.json"] = header
+
+    with pytest.raises(ValueError, match="unique_inverse_"):
+        unimap.load(_rewrite(path, tmp_path / "bad.unimap", scramble))

@@ -203,14 +203,31 @@ def check_pca(est: Any) -> None:
     _check_feature_names(est, d)
 
 
+def _distinct_count(est: Any) -> int:
+    """The number of training points the index and the graph hold: the embedding's rows,
+    or the distinct rows of a model fitted with ``unique=True`` (``unique_inverse_``)."""
+    rows = est.embedding_.shape[0]
+    if "unique_inverse_" not in vars(est):
+        return rows
+    _require_array(est, "unique_inverse_", (rows,), "iu")
+    inverse = est.unique_inverse_.astype(np.int64)
+    # codes number the distinct rows by first appearance: each new code is the next one
+    seen = np.maximum.accumulate(np.concatenate([[-1], inverse[:-1]]))
+    _require(rows > 0 and inverse[0] == 0 and (inverse >= 0).all()
+             and (inverse <= seen + 1).all(),
+             "unique_inverse_ does not number distinct rows by first appearance")
+    return int(inverse.max()) + 1
+
+
 def check_embedding(est: Any) -> int:
     """Check a loaded neighbour embedding's fitted attributes against each other and its
-    parameters (``n_components``, ``metric``); return its training size."""
+    parameters (``n_components``, ``metric``); return the number of indexed training points
+    (the distinct rows with ``unique=True``)."""
     _require_array(est, "embedding_", (None, est.n_components), "f")
     _require(est.embedding_.dtype == np.float32, "embedding_ must be float32")
     # a NaN here would surface at transform as a blamed learning rate
     _require(np.isfinite(est.embedding_).all(), "embedding_ has non-finite values")
-    n, d, k = est.embedding_.shape[0], est.n_features_in_, est.n_neighbors_
+    n, d, k = _distinct_count(est), est.n_features_in_, est.n_neighbors_
     _require(n >= 2 and _count(d) and (est.metric != "precomputed" or d == n),
              f"n_features_in_={d!r} does not fit {n} training points")
     _require(_count(k) and k <= n, f"n_neighbors_={k!r} is not in [1, {n}]")

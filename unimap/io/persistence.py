@@ -1,6 +1,6 @@
 """Saving and loading fitted estimators without pickle: ``est.save(path)``, ``unimap.load(path)``.
 
-The file (format ``"unimap-model"``, version 1; ``docs/persistence.md``) is a zip archive of
+The file (format ``"unimap-model"``, version 2; ``docs/persistence.md``) is a zip archive of
 
 - ``header.json``: format name and version, the unimap and numpy versions that wrote it, the
   class name, the parameters (``get_params(deep=False)``), the fitted attributes, the
@@ -73,7 +73,9 @@ from unimap.io.model_state import (
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
 
 FORMAT_NAME = "unimap-model"
-FORMAT_VERSION = 1
+# 2: supervision, unique and metric parameters, unique_inverse_, TSNE's scikit-learn names
+# (max_iter, angle; a version-1 file's n_iter and theta are read under them)
+FORMAT_VERSION = 2
 HEADER = "header.json"
 _MAX_HEADER_BYTES = 64 << 20
 _COMPRESSION, _LEVEL = zipfile.ZIP_DEFLATED, 1  # measured: see the module docstring

@@ -117,8 +117,16 @@ class NeighborEmbedding(UnimapEstimator):
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
+        target = self._check_target(y, n)
+        rows, inverse = self._distinct_rows(X)
+        if rows is not None:
+            X, target, n = X[rows], None if target is None else target[rows], rows.size
         fit = self._resolve(n)
-        fit.target = self._check_target(y, n)
+        fit.target = target
+        if rows is not None:
+            fit.unique_inverse_ = inverse
+            if not isinstance(fit.init_, str):  # an init array: the distinct rows' starts
+                fit.init_ = np.asarray(fit.init_)[rows]
         fit.feature_names_in_ = getattr(names, "feature_names_in_", None)
         fit.use_rep_ = getattr(names, "use_rep_", None)
         fit.n_features_in_ = X.shape[1]
@@ -141,6 +149,8 @@ class NeighborEmbedding(UnimapEstimator):
                 embedding = self._optimize(fit, init, streams.optimize)
         fit.epoch_bar = None
         fit.embedding_ = check_embedding_finite(embedding, name)
+        if fit.unique_inverse_ is not None:  # each copy at its distinct row's place
+            fit.embedding_ = fit.embedding_[fit.unique_inverse_]
         fit.timings_ = clock.finish()
         for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
             self.__dict__.pop(stale, None)
@@ -194,8 +204,8 @@ class NeighborEmbedding(UnimapEstimator):
         Y = check_array(Y, "X")
         self._check_n_features(Y, self.embedding_.shape[1])
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            return inverse_positions(self.embedding_, self._index.training_rows(), Y, self.a_,
-                                     self.b_, self.n_neighbors_, self.n_jobs)
+            return inverse_positions(self._reference_embedding, self._index.training_rows(), Y,
+                                     self.a_, self.b_, self.n_neighbors_, self.n_jobs)
 
     @property
     def _n_features_out(self) -> int:
@@ -254,6 +264,33 @@ class NeighborEmbedding(UnimapEstimator):
         if index.serves_on_gpu(X.shape[0], fit.n_neighbors_):
             phases = ("neighbors", *phases)
         return phases
+
+    def _distinct_rows(self, X: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(rows, inverse)`` of :func:`unimap.methods.unique_rows.distinct_rows` when the
+        method has ``unique=True``, else ``(None, None)``."""
+        if not getattr(self, "unique", False):
+            return None, None
+        if self.metric == "precomputed" or self.precomputed_knn is not None:
+            raise ValueError("unique=True needs the data rows; it cannot be combined with "
+                             "metric='precomputed' or precomputed_knn")
+        from unimap.methods.unique_rows import distinct_rows
+
+        rows, inverse = distinct_rows(X)
+        if rows.size < 2:
+            raise ValueError(f"{type(self).__name__} with unique=True needs at least 2 "
+                             f"distinct samples, got {rows.size}")
+        return rows, inverse
+
+    @property
+    def _reference_embedding(self) -> np.ndarray:
+        """The embedding of the indexed training points (the distinct rows when fitted with
+        ``unique=True``), which ``transform`` and ``inverse_transform`` work against."""
+        inverse = self.__dict__.get("unique_inverse_")
+        if inverse is None:
+            return self.embedding_
+        from unimap.methods.unique_rows import first_rows
+
+        return self.embedding_[first_rows(inverse)]
 
     def _check_target(self, y: Any, n: int) -> Any:
         """``y`` of ``fit`` checked for the method (override): ignored by default, as

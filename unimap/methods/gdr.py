@@ -135,6 +135,10 @@ class GDR(NeighborEmbedding):
         is, 1 separates the classes as far as they go.
     target_n_neighbors : int, default=-1
         Neighbours of a numeric target's graph (-1: ``n_neighbors``).
+    unique : bool, default=False
+        Fit on the distinct rows only and give each duplicate its row's position
+        (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
+        many repeated rows otherwise make kNN graphs of identical points.
     random_state : int, numpy Generator or None, default=None
     n_jobs : int, default=-1
         Threads (-1: all cores). Does not change the result.
@@ -223,6 +227,7 @@ class GDR(NeighborEmbedding):
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),
         **SUPERVISION_CONSTRAINTS,
+        "unique": Boolean(),
     }
 
     def __init__(
@@ -258,6 +263,7 @@ class GDR(NeighborEmbedding):
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
+        unique: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -290,6 +296,7 @@ class GDR(NeighborEmbedding):
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors
+        self.unique = unique
 
     @property
     def _scale(self) -> str:
@@ -451,11 +458,11 @@ class GDR(NeighborEmbedding):
 
         if self.normalized:
             method = "barnes_hut" if self.n_components <= 3 else "exact"
-            return perplexity_placement(self._index, X, self.embedding_,
+            return perplexity_placement(self._index, X, self._reference_embedding,
                                         RepulsionParams(method, 0.5, 1.0))
         return fuzzy_placement(
-            self._index, X, self.embedding_, self.n_neighbors_, local_connectivity=1.0,
+            self._index, X, self._reference_embedding, self.n_neighbors_, local_connectivity=1.0,
             a=self.a_, b=self.b_, seed=self._streams.transform,
-            n_epochs=transform_epochs(self.embedding_.shape[0], self.n_epochs),
+            n_epochs=transform_epochs(self._index.n_samples_, self.n_epochs),
             learning_rate=defaults.TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
             negative_sample_rate=5.0)

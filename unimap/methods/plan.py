@@ -38,6 +38,7 @@ class FitPlan:
     n_features_in_: int = 0
     feature_names_in_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
     use_rep_: str | None = field(default=None, metadata=OPTIONAL)
+    unique_inverse_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
     memory_estimate_: int = 0
     devices_: dict[str, str] = field(default_factory=dict)
     device_: str = "cpu"

@@ -21,6 +21,7 @@ from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,
     ArrayLike,
+    Boolean,
     Dict,
     Integer,
     Optional,
@@ -111,6 +112,10 @@ default="spectral"
         is, 1 separates the classes as far as they go.
     target_n_neighbors : int, default=-1
         Neighbours of a numeric target's graph (-1: ``n_neighbors``).
+    unique : bool, default=False
+        Fit on the distinct rows only and give each duplicate its row's position
+        (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
+        many repeated rows otherwise make kNN graphs of identical points.
     random_state : int, numpy Generator or None, default=None
         Seed of every random choice (kNN backend, initialization, negative sampling).
     n_jobs : int, default=-1
@@ -181,6 +186,7 @@ default="spectral"
         "a": Optional(Real(0.0, low_inclusive=False)),
         "b": Optional(Real(0.0, low_inclusive=False)),
         **SUPERVISION_CONSTRAINTS,
+        "unique": Boolean(),
     }
 
     def __init__(
@@ -210,6 +216,7 @@ default="spectral"
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
+        unique: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -236,6 +243,7 @@ default="spectral"
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors
+        self.unique = unique
 
     def _expected_failed_checks(self) -> dict[str, str]:
         return {**super()._expected_failed_checks(),
@@ -326,9 +334,10 @@ default="spectral"
         mean, then UMAP's SGD against the fixed embedding at a quarter of the fit's step."""
         from unimap.placement import fuzzy_placement, transform_epochs
 
-        n_epochs = transform_epochs(self.embedding_.shape[0], self.n_epochs)
+        reference = self._reference_embedding
+        n_epochs = transform_epochs(reference.shape[0], self.n_epochs)
         return fuzzy_placement(
-            self._index, X, self.embedding_, self.n_neighbors_, self.local_connectivity,
+            self._index, X, reference, self.n_neighbors_, self.local_connectivity,
             self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
             self.repulsion_strength, self.negative_sample_rate)
 
