@@ -369,7 +369,7 @@ class NeighborEmbedding(UnimapEstimator):
         if self.precomputed_knn is not None:
             fit._index, fit.knn_method_ = None, "precomputed"
             return check_knn_graph(self.precomputed_knn, X.shape[0], k)
-        if sp.issparse(X):
+        if sp.issparse(X) and self.metric != "precomputed":
             X = X.toarray()
         index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
                               metric_kwds=self._metric_kwds,

@@ -58,7 +58,8 @@ def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
     kNN backend ``knn`` (``"precomputed"``: a given graph) and the method's ``profile``."""
     smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
     estimate = MemoryEstimate()
-    dense = n * d * 4 if sparse_input else 0  # the search runs on a dense copy
+    # the search runs on a dense copy of sparse features (sparse distances stay sparse)
+    dense = n * d * 4 if sparse_input and metric != "precomputed" else 0
     if knn == "precomputed":
         knn_peak = knn_kept = n * k * 8
     else:

@@ -164,10 +164,13 @@ class NeighborIndex:
                 raise ValueError(
                     f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
                 )
-            if (X < 0).any():
-                raise ValueError("metric='precomputed' distances must be non-negative")
             self.method_ = "exact"
-            self._data = np.ascontiguousarray(X, dtype=np.float32)
+            if sp.issparse(X):  # stored distances only; never densified
+                self._data = sp.csr_matrix(X, dtype=np.float32)
+            else:
+                self._data = np.ascontiguousarray(X, dtype=np.float32)
+            if ((self._data.data if sp.issparse(X) else self._data) < 0).any():
+                raise ValueError("metric='precomputed' distances must be non-negative")
             return self
         check_metric_data(self.metric, X.shape[1])
         if self.serves_on_gpu(X.shape[0], 1) and not sp.issparse(X):
@@ -323,7 +326,11 @@ class NeighborIndex:
         return idx.astype(np.int32), _finish_distances(dist, self.metric)
 
     @staticmethod
-    def _precomputed_rows(D: np.ndarray, k: int, exclude_self: bool):
+    def _precomputed_rows(D: Any, k: int, exclude_self: bool):
+        if sp.issparse(D):
+            from unimap.neighbors.sparse_distances import sparse_rows
+
+            return sparse_rows(D, k, exclude_self)
         D = np.array(D, dtype=np.float32, copy=True)
         if exclude_self:
             np.fill_diagonal(D, np.inf)

@@ -223,12 +223,14 @@ def _largest_magnitude(X: Any) -> float:
 def check_method_input(X: Any, metric: str, square: bool) -> Any:
     """Check the ``X`` of a neighbour-embedding method (UMAP, TSNE, GDR).
 
-    Sparse input is accepted unless ``metric="precomputed"``, up to :data:`MAX_DENSE_BYTES`
-    once densified. With ``metric="precomputed"`` the distances must be non-negative, and
-    square when ``square`` (fit; transform takes an (m, n_train) block).
+    Sparse features are accepted up to :data:`MAX_DENSE_BYTES` once densified. With
+    ``metric="precomputed"`` the distances must be non-negative, and square when ``square``
+    (fit; transform takes an (m, n_train) block); a sparse matrix of distances is never
+    densified (its stored entries are the only candidates, missing ones are infinitely far).
     """
-    X = check_array(X, accept_sparse=metric != "precomputed", min_samples=1)
-    if sp.issparse(X) and X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES:
+    X = check_array(X, accept_sparse=True, min_samples=1)
+    if sp.issparse(X) and metric != "precomputed" and (
+            X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES):
         raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
                          "neighbour search; reduce it first (e.g. unimap.PCA or TruncatedSVD)")
     if metric == "precomputed":
@@ -236,7 +238,7 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
             raise ValueError(
                 f"metric='precomputed' needs a square distance matrix, got shape {X.shape}"
             )
-        if (X < 0).any():
+        if ((X.data if sp.issparse(X) else X) < 0).any():
             raise ValueError("metric='precomputed' distances must be non-negative")
     else:
         largest = _largest_magnitude(X)
