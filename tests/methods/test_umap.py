@@ -367,3 +367,15 @@ def test_precomputed_knn_is_checked_sorted_and_given_its_self_column(blobs):
     assert (no_self.knn_indices_[:, 0] == np.arange(len(X))).all()
     assert np.array_equal(no_self.knn_indices_[:, 1:], idx[:, 1:14])
     assert (no_self.knn_dists_[:, 0] == 0).all()
+
+
+def test_precomputed_knn_takes_umap_learns_three_tuples():
+    X = np.random.default_rng(0).normal(size=(120, 4)).astype(np.float32)
+    from unimap.neighbors.graph import nearest_neighbors
+
+    graph, _ = nearest_neighbors(X, 15)
+    pair = UMAP(precomputed_knn=(graph.indices, graph.distances), n_epochs=20,
+                random_state=0).fit_transform(X)
+    triple = UMAP(precomputed_knn=(graph.indices, graph.distances, object()), n_epochs=20,
+                  random_state=0).fit_transform(X)
+    np.testing.assert_array_equal(pair, triple)

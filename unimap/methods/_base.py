@@ -106,6 +106,11 @@ class NeighborEmbedding(UnimapEstimator):
         The fitted attributes are set together at the end: a fit that fails (or is
         interrupted) leaves the estimator as it was.
         """
+        return self._fit(X, y)
+
+    def _fit(self, X: Any, y: Any = None, start: np.ndarray | None = None) -> NeighborEmbedding:
+        """``fit``; ``start`` (one row per row of ``X``) replaces ``init`` for this fit only
+        (``update``), the hyperparameter unchanged."""
         clock = PhaseTimer(self._log)
         self._validate_params()
         names = SimpleNamespace()
@@ -123,6 +128,9 @@ class NeighborEmbedding(UnimapEstimator):
             X, target, n = X[rows], None if target is None else target[rows], rows.size
         fit = self._resolve(n)
         fit.target = target
+        fit.supervised_ = target is not None
+        if start is not None:
+            fit.init_ = start
         if rows is not None:
             fit.unique_inverse_ = inverse
             if not isinstance(fit.init_, str):  # an init array: the distinct rows' starts
@@ -190,6 +198,29 @@ class NeighborEmbedding(UnimapEstimator):
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             embedding = self._place(X, **options)
         return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
+
+    def _update(self, X: Any) -> NeighborEmbedding:
+        """Grow the fitted model with the rows of ``X`` (UMAP's and GDR's ``update``): new
+        points are placed by ``transform``, then the whole embedding is optimized again on
+        the training rows and ``X`` together, from the current positions (umap-learn's
+        ``update``, which also re-optimizes everything)."""
+        self._check_can_transform()
+        if self.metric == "precomputed":
+            raise ValueError("update needs data rows; this model was fitted on precomputed "
+                             "distances: refit on the grown distance matrix")
+        if self.__dict__.get("supervised_", False):
+            raise ValueError("update of a supervised model would need the labels of every "
+                             "point: refit with fit(X, y) on the grown data")
+        new = self._check_new_points(X)
+        if sp.issparse(new):
+            new = new.toarray()
+        placed = self._transform(new)
+        old = self._index.training_rows()  # the metric's geometry: unit rows for cosine
+        start = np.vstack([self._reference_embedding, placed]).astype(np.float32)
+        from unimap.neighbors.graph import prepare_rows
+
+        data = np.vstack([old, prepare_rows(new, self._index.metric)])
+        return self._fit(data, start=start)
 
     def _inverse_transform(self, Y: Any) -> np.ndarray:
         """Points of the embedding mapped back to data space (:mod:`unimap.inverse`);

@@ -60,6 +60,11 @@ FOREIGN_NAMES: dict[str, str] = {
     "early_exaggeration_iter": "early_exaggeration_iter (TSNE)",
     "max_grad_norm": "max_grad_norm (TSNE)",
     "affinities": "precomputed_knn, or metric='precomputed'",
+    "callbacks": "callback (one callable (iteration, kl_divergence, embedding) -> stop)",
+    "callbacks_every_iters": "callback_every",
+    "knn_kwargs": "not supported: knn_method chooses the search, which tunes itself",
+    "target_metric_kwds": "no target metric takes parameters (categorical, euclidean, "
+                          "manhattan)",
 }
 """Names other libraries use that no unimap estimator takes under that name: what to use."""
 

@@ -424,13 +424,35 @@ class GDR(NeighborEmbedding):
         -------
         embedding : ndarray of shape (m, n_components), float32
         """
+        self._check_placement_kernel("transform")
+        return super().transform(X)
+
+    def _check_placement_kernel(self, what: str) -> None:
         if hasattr(self, "embedding_") and self.normalized and (
                 self.a_ != 1.0 or self.b_ != 1.0):
             raise ValueError(
-                f"transform with normalized=True needs the t-SNE kernel a = b = 1; this model "
+                f"{what} with normalized=True needs the t-SNE kernel a = b = 1; this model "
                 f"was fitted with a={self.a_:g}, b={self.b_:g}"
             )
-        return super().transform(X)
+
+    def update(self, X: Any) -> GDR:
+        """Grow the model with new points (umap-learn's ``update``).
+
+        The new points are placed by ``transform``, then the whole embedding (training and
+        new points, from their current positions) is optimized again on the grown data, with
+        the neighbour graph, epochs and seed a fit of all the rows would use. The model's
+        training rows are then the old ones and ``X``; ``embedding_`` has a row for each.
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features)
+
+        Returns
+        -------
+        self
+        """
+        self._check_placement_kernel("update")
+        return self._update(X)
 
     def inverse_transform(self, X: Any) -> np.ndarray:
         """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).

@@ -39,6 +39,7 @@ class FitPlan:
     feature_names_in_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
     use_rep_: str | None = field(default=None, metadata=OPTIONAL)
     unique_inverse_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
+    supervised_: bool = False
     memory_estimate_: int = 0
     devices_: dict[str, str] = field(default_factory=dict)
     device_: str = "cpu"

@@ -308,6 +308,24 @@ default="spectral"
 
         return supports(self.n_components)
 
+    def update(self, X: Any) -> UMAP:
+        """Grow the model with new points (umap-learn's ``update``).
+
+        The new points are placed by ``transform``, then the whole embedding (training and
+        new points, from their current positions) is optimized again on the grown data, with
+        the neighbour graph, epochs and seed a fit of all the rows would use. The model's
+        training rows are then the old ones and ``X``; ``embedding_`` has a row for each.
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features)
+
+        Returns
+        -------
+        self
+        """
+        return self._update(X)
+
     def inverse_transform(self, X: Any) -> np.ndarray:
         """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
 

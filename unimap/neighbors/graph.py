@@ -86,6 +86,11 @@ def _normalize_rows(X: np.ndarray, center: bool) -> np.ndarray:
     return X
 
 
+def prepare_rows(X: np.ndarray, metric: str) -> np.ndarray:
+    """Rows in the geometry the index keeps them in (:meth:`NeighborIndex.training_rows`)."""
+    return _prepare(X, metric)
+
+
 def _prepare(X: np.ndarray, metric: str) -> np.ndarray:
     """Map cosine/correlation to euclidean geometry on normalised rows."""
     if metric == "cosine":

@@ -254,9 +254,10 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
 def check_knn_graph(knn: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a user's kNN graph ``(indices, distances)`` of ``n`` points with at least
     ``k`` columns (column 0 the point itself); return its first ``k`` columns as int32 and
-    float32."""
+    float32. umap-learn's ``(indices, distances, search_index)`` is taken too; its index is
+    not used (``transform`` is unavailable with ``precomputed_knn``)."""
     try:
-        idx, dist = knn
+        idx, dist = knn[:2] if isinstance(knn, (tuple, list)) and len(knn) == 3 else knn
     except (TypeError, ValueError):
         raise TypeError("precomputed_knn must be a tuple (indices, distances)") from None
     idx, dist = np.asarray(idx), np.asarray(dist)

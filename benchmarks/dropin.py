@@ -1,0 +1,224 @@
+"""unimap against umap-learn on the features umap-learn users rely on (issue 41).
+
+One process, both libraries side by side, each warmed up first on a small fit (so that numba's
+compilation is not timed; a fresh process pays it once, see ``first_run.py``). Per data set,
+80% of the points train and 20% are held out (stratified, seed 0):
+
+- ``unsupervised``: ``fit(X)``; the reference row;
+- ``supervised``: ``fit(X, y)``;
+- ``semi-supervised``: ``fit(X, y)`` with half the training labels replaced by -1;
+- ``inverse``: ``inverse_transform(transform(held-out))`` of the unsupervised model;
+- ``update``: fit on half the training points, ``update`` with the other half, against a
+  refit on all of them.
+
+Quality columns:
+
+- ``ARI``: adjusted Rand index of k-means (k = the number of classes, 5 starts) on the
+  training embedding against the true labels;
+- ``held-out acc``: 10-NN accuracy of the held-out points placed by ``transform``, the
+  classifier fitted on the training embedding and labels;
+- ``unlabelled acc`` (semi-supervised): 10-NN accuracy of the training points whose labels
+  were hidden, classified by the labelled ones in the embedding;
+- ``error`` (inverse): mean euclidean distance between a held-out row and its
+  reconstruction, relative to the mean distance to the training mean (1: no better than the
+  mean);
+- ``acc`` (update): 5-fold 10-NN accuracy of the grown embedding (``unimap.metrics.knn_accuracy``).
+
+Time columns are seconds of the call (fit, fit + transform, inverse_transform, update), and
+``speed-up`` is umap-learn's time over unimap's. densMAP is not built in unimap (refused by
+name), so it has no row.
+
+Examples::
+
+    python benchmarks/dropin.py                         # iris, digits, MNIST-70k
+    python benchmarks/dropin.py --datasets iris,digits  # quick
+    python benchmarks/dropin.py --mnist-n 20000 --no-save
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results" / "dropin.md"
+INVERSE_POINTS = 1000  # umap-learn's inverse_transform costs seconds per hundred points
+
+
+def load(name: str, mnist_n: int | None):
+    from sklearn.datasets import load_digits, load_iris
+
+    if name == "iris":
+        X, y = load_iris(return_X_y=True)
+    elif name == "digits":
+        X, y = load_digits(return_X_y=True)
+    else:
+        from unimap.datasets import load_mnist
+
+        X, y = load_mnist(n_samples=mnist_n)
+    return np.asarray(X, dtype=np.float32), np.asarray(y)
+
+
+def split(X, y, seed=0):
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(X, y, test_size=0.2, stratify=y, random_state=seed)
+
+
+def make(lib: str):
+    if lib == "unimap":
+        import unimap
+
+        return unimap.UMAP(random_state=0)
+    import umap
+
+    return umap.UMAP(random_state=0)
+
+
+def ari(embedding, labels):
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    k = len(np.unique(labels))
+    return adjusted_rand_score(labels, KMeans(k, n_init=5, random_state=0).fit_predict(embedding))
+
+
+def knn_score(train_emb, train_labels, test_emb, test_labels):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    return KNeighborsClassifier(10).fit(train_emb, train_labels).score(test_emb, test_labels)
+
+
+def timed(fn):
+    tic = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - tic
+
+
+def run_lib(lib, data):
+    X_tr, X_te, y_tr, y_te = data
+    rows = {}
+    # unsupervised reference, also the model inverted below
+    model = make(lib)
+    emb, t_fit = timed(lambda: model.fit_transform(X_tr))
+    placed, t_tr = timed(lambda: model.transform(X_te))
+    rows["unsupervised"] = {"ARI": ari(emb, y_tr), "held-out acc": knn_score(emb, y_tr, placed,
+                                                                              y_te),
+                            "s": t_fit + t_tr}
+    m = min(INVERSE_POINTS, len(X_te))
+    rebuilt, t_inv = timed(lambda: model.inverse_transform(placed[:m]))
+    baseline = np.linalg.norm(X_te[:m] - X_tr.mean(axis=0), axis=1).mean()
+    rows["inverse"] = {"error": float(np.linalg.norm(rebuilt - X_te[:m], axis=1).mean()
+                                      / baseline), "s": t_inv}
+    # supervised
+    model = make(lib)
+    emb, t_fit = timed(lambda: model.fit_transform(X_tr, y_tr))
+    placed, t_tr = timed(lambda: model.transform(X_te))
+    rows["supervised"] = {"ARI": ari(emb, y_tr), "held-out acc": knn_score(emb, y_tr, placed,
+                                                                            y_te),
+                          "s": t_fit + t_tr}
+    # semi-supervised: half the training labels hidden
+    hidden = np.random.default_rng(0).random(len(y_tr)) < 0.5
+    y_semi = np.where(hidden, -1, y_tr)
+    model = make(lib)
+    emb, t_fit = timed(lambda: model.fit_transform(X_tr, y_semi))
+    placed, t_tr = timed(lambda: model.transform(X_te))
+    rows["semi-supervised"] = {
+        "ARI": ari(emb, y_tr),
+        "unlabelled acc": knn_score(emb[~hidden], y_tr[~hidden], emb[hidden], y_tr[hidden]),
+        "held-out acc": knn_score(emb, y_tr, placed, y_te), "s": t_fit + t_tr}
+    # update: half, then the other half
+    from unimap.metrics import knn_accuracy
+
+    half = len(X_tr) // 2
+    model = make(lib)
+    model.fit(X_tr[:half])
+    _, t_upd = timed(lambda: model.update(X_tr[half:]))
+    refit = make(lib)
+    refit_emb, t_refit = timed(lambda: refit.fit_transform(X_tr))
+    rows["update"] = {"acc": knn_accuracy(model.embedding_, y_tr),
+                      "refit acc": knn_accuracy(refit_emb, y_tr), "s": t_upd,
+                      "refit s": t_refit}
+    return rows
+
+
+def warm_up():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8)).astype(np.float32)
+    y = rng.integers(0, 3, 300)
+    for lib in ("unimap", "umap-learn"):
+        model = make(lib)
+        model.fit(X[:200], y[:200])
+        model.transform(X[200:])
+        model.inverse_transform(model.embedding_[:5])
+        model.update(X[200:])
+
+
+def host_state() -> str:
+    load = os.getloadavg()
+    steal = "?"
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        steal = f"{100 * fields[7] / max(sum(fields), 1):.1f}% since boot"
+    except (OSError, IndexError, ValueError):
+        pass
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load "
+            f"average {load[0]:.1f} / {load[1]:.1f}, steal {steal}")
+
+
+def table(results) -> str:
+    lines = ["| data | task | column | unimap | umap-learn | unimap s | umap-learn s | "
+             "speed-up |", "|---|---|---|---|---|---|---|---|"]
+    for data, by_lib in results.items():
+        ours, theirs = by_lib["unimap"], by_lib["umap-learn"]
+        for task, row in ours.items():
+            for column, value in row.items():
+                if column in ("s", "refit s"):
+                    continue
+                other = theirs[task][column]
+                time_key = "refit s" if column.startswith("refit") else "s"
+                t_ours, t_theirs = row[time_key], theirs[task][time_key]
+                lines.append(f"| {data} | {task} | {column} | {value:.4f} | {other:.4f} | "
+                             f"{t_ours:.2f} | {t_theirs:.2f} | {t_theirs / t_ours:.1f}x |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="iris,digits,mnist")
+    parser.add_argument("--mnist-n", type=int, default=None)
+    parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    import umap
+
+    import unimap
+
+    before = host_state()
+    warm_up()
+    results = {}
+    for name in args.datasets.split(","):
+        data = split(*load(name, args.mnist_n))
+        label = name if name != "mnist" or not args.mnist_n else f"mnist-{args.mnist_n}"
+        results[label] = {lib: run_lib(lib, data) for lib in ("unimap", "umap-learn")}
+        print(table({label: results[label]}), flush=True)
+    text = (f"# unimap against umap-learn: supervised, semi-supervised, inverse_transform, "
+            f"update\n\n`python benchmarks/dropin.py {' '.join(os.sys.argv[1:])}`; unimap "
+            f"{unimap.__version__}, umap-learn {umap.__version__}, both `random_state=0`, "
+            f"in one process after a warm-up fit.\n\nHost before: {before}. After: "
+            f"{host_state()}.\n\n{table(results)}\n\nSee the script's docstring for what each "
+            "column measures.\n")
+    print(text)
+    if not args.no_save:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
