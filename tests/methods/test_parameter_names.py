@@ -30,7 +30,7 @@ def test_invalid_values_raise_an_error_that_is_value_and_type_error(make, small)
 @pytest.mark.parametrize(("cls", "name", "expected"), [
     (UMAP, "n_neighbor", "did you mean 'n_neighbors'"),
     (TSNE, "perplexty", "did you mean 'perplexity'"),
-    (UMAP, "densmap", "densMAP is not supported"),
+    (GDR, "densmap", "densMAP is UMAP.s"),
     (UMAP, "max_iter", "n_epochs"),
     (UMAP, "force_approximation_algorithm", "knn_method"),
     (UMAP, "maxiter", "n_epochs"), (UMAP, "alpha", "learning_rate"),

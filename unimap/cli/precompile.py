@@ -82,6 +82,8 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         ("GDR, hnsw", fit_transform(GDR(n_epochs=20, knn_method="hnsw", **common))),
         ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
         ("GDR, components", disconnected(GDR(n_epochs=20, **common))),
+        ("UMAP densMAP", fit_transform(UMAP(n_epochs=20, densmap=True, output_dens=True,
+                                            **common))),
         ("metrics", quality),
         ("kNN cells", _knn_cells),
         ("UMAP, pooled negatives", _umap_pooled),

@@ -157,10 +157,11 @@ class NeighborEmbedding(UnimapEstimator):
                 embedding = self._optimize(fit, init, streams.optimize)
         fit.epoch_bar = None
         fit.embedding_ = check_embedding_finite(embedding, name)
+        self._finish(fit, fit.embedding_)
         if fit.unique_inverse_ is not None:  # each copy at its distinct row's place
             fit.embedding_ = fit.embedding_[fit.unique_inverse_]
         fit.timings_ = clock.finish()
-        for stale in ("feature_names_in_", "use_rep_"):  # a refit without them drops them
+        for stale in fit.optional_names():  # a refit without them drops them
             self.__dict__.pop(stale, None)
         self.__dict__.update(fit.fitted_attributes())
         return self
@@ -322,6 +323,10 @@ class NeighborEmbedding(UnimapEstimator):
         from unimap.methods.unique_rows import first_rows
 
         return self.embedding_[first_rows(inverse)]
+
+    def _finish(self, fit: FitPlan, embedding: np.ndarray) -> None:
+        """Outputs computed from the optimized embedding (of the distinct rows with
+        ``unique=True``), before the fitted attributes are set (override)."""
 
     def _check_target(self, y: Any, n: int) -> Any:
         """``y`` of ``fit`` checked for the method (override): ignored by default, as

@@ -58,6 +58,11 @@ class FitPlan:
     epoch_bar: Any = field(default=None, metadata=RUN_STATE)
     target: np.ndarray | None = field(default=None, metadata=RUN_STATE)  # y, checked
 
+    def optional_names(self) -> list[str]:
+        """The fields that reach the estimator only when set (a refit without them must drop
+        the previous fit's)."""
+        return [f.name for f in dataclasses.fields(self) if f.metadata.get("optional")]
+
     def fitted_attributes(self) -> dict[str, Any]:
         """The estimator's fitted attributes: every field but the run state, and the
         optional ones only when set."""
@@ -78,6 +83,9 @@ class UMAPPlan(FitPlan):
     rhos_: np.ndarray | None = None
     # the graph the spectral init and the SGD follow (weak edges dropped); graph_ keeps all
     pruned_graph: sp.csr_matrix | None = field(default=None, metadata=RUN_STATE)
+    # output_dens: the log local radii of the data and of the embedding
+    rad_orig_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
+    rad_emb_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
 
 
 @dataclass(kw_only=True)

@@ -32,6 +32,7 @@ from unimap.runtime.params import (
 __all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
 
 SMALL_DATA = 10_000  # UMAP's epoch rule: 500 epochs up to this many points, else 200
+DENSMAP_EXTRA_EPOCHS = 200  # umap-learn's default adds these with densmap=True
 
 
 def umap_epochs(n: int) -> int:
@@ -81,7 +82,8 @@ class UMAP(NeighborEmbedding):
     metric_kwds : dict, optional
         The metric's parameters: ``{"p": 3}`` for minkowski.
     n_epochs : int, optional
-        SGD epochs. Default: 500 for up to 10,000 points, else 200.
+        SGD epochs. Default: 500 for up to 10,000 points, else 200; 200 more with
+        ``densmap=True`` (umap-learn's defaults).
     learning_rate : float, default=1.0
         Initial SGD step, decayed linearly to 0.
     init : {"spectral", "pca", "random"} or ndarray of shape (n_samples, n_components), \
@@ -116,6 +118,21 @@ default="spectral"
         Fit on the distinct rows only and give each duplicate its row's position
         (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
         many repeated rows otherwise make kNN graphs of identical points.
+    densmap : bool, default=False
+        densMAP (Narayan, Berger & Cho 2021; umap-learn's ``densmap``): the last
+        ``dens_frac`` of the epochs also pull each point's local radius in the embedding
+        towards its radius in the data, so that dense and sparse regions keep their relative
+        spread (:mod:`unimap.optimizers.densmap_numba`). CPU only.
+    dens_lambda : float, default=2.0
+        Weight of the density term.
+    dens_frac : float in [0, 1], default=0.3
+        Share of the epochs, at the end, that carry the density term.
+    dens_var_shift : float, default=0.1
+        Added to the variance of the embedding's log radii (keeps the term finite).
+    output_dens : bool, default=False
+        Also compute the log local radii of the data and of the embedding (``rad_orig_``,
+        ``rad_emb_``); ``fit_transform`` then returns ``(embedding, rad_orig, rad_emb)`` as
+        umap-learn's does.
     random_state : int, numpy Generator or None, default=None
         Seed of every random choice (kNN backend, initialization, negative sampling).
     n_jobs : int, default=-1
@@ -187,6 +204,11 @@ default="spectral"
         "b": Optional(Real(0.0, low_inclusive=False)),
         **SUPERVISION_CONSTRAINTS,
         "unique": Boolean(),
+        "densmap": Boolean(),
+        "dens_lambda": Real(0.0),
+        "dens_frac": Real(0.0, 1.0),
+        "dens_var_shift": Real(0.0),
+        "output_dens": Boolean(),
     }
 
     def __init__(
@@ -217,6 +239,11 @@ default="spectral"
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
         unique: bool = False,
+        densmap: bool = False,
+        dens_lambda: float = 2.0,
+        dens_frac: float = 0.3,
+        dens_var_shift: float = 0.1,
+        output_dens: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -244,6 +271,11 @@ default="spectral"
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors
         self.unique = unique
+        self.densmap = densmap
+        self.dens_lambda = dens_lambda
+        self.dens_frac = dens_frac
+        self.dens_var_shift = dens_var_shift
+        self.output_dens = output_dens
 
     def _expected_failed_checks(self) -> dict[str, str]:
         return {**super()._expected_failed_checks(),
@@ -266,7 +298,8 @@ default="spectral"
             a, b = float(self.a), float(self.b)
         return UMAPPlan(
             n_neighbors_=capped_n_neighbors(self.n_neighbors, n), a_=a, b_=b,
-            n_epochs_=self.n_epochs if self.n_epochs is not None else umap_epochs(n),
+            n_epochs_=self.n_epochs if self.n_epochs is not None else (
+                umap_epochs(n) + (DENSMAP_EXTRA_EPOCHS if self.densmap else 0)),
             init_=self.init)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
@@ -296,17 +329,60 @@ default="spectral"
         graph, fit.pruned_graph = fit.pruned_graph, None  # freed: graph_ holds the full graph
         from unimap.runtime.guards import UMAP_CAUSES
 
+        density = self._density(fit, graph)
         return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
                         learning_rate=self.learning_rate,
                         repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate,
                         guard=self._epoch_guard(fit, UMAP_CAUSES),
-                        device=fit.devices_["optimize"])
+                        device=fit.devices_["optimize"], density=density)
+
+    def _density(self, fit, graph):
+        """densMAP's plan (None without ``densmap``) and, with ``output_dens``, the data's
+        log radii ``rad_orig_`` (:mod:`unimap.affinity.density`), on the pruned graph."""
+        if not (self.densmap or self.output_dens):
+            return None
+        from unimap.affinity.density import log_radii, standardized
+        from unimap.optimizers.umap_sgd import DensityPlan
+
+        radii = log_radii(graph, fit.knn_indices_, fit.knn_dists_)
+        if self.output_dens:
+            fit.rad_orig_ = radii
+        if not self.densmap:
+            return None
+        return DensityPlan(standardized(radii), float(self.dens_lambda),
+                           float(self.dens_frac), float(self.dens_var_shift))
+
+    def fit_transform(self, X: Any, y: Any = None) -> Any:
+        """Fit and return ``embedding_``; with ``output_dens=True`` the tuple
+        ``(embedding_, rad_orig_, rad_emb_)``, as umap-learn returns it."""
+        self.fit(X, y)
+        if self.output_dens:
+            return self.embedding_, self.rad_orig_, self.rad_emb_
+        return self.embedding_
+
+    def _finish(self, fit, embedding: np.ndarray) -> None:
+        """With ``output_dens``: the embedding's log local radii ``rad_emb_``, as
+        ``rad_orig_`` is computed for the data, over the fuzzy graph of the embedding's own
+        ``n_neighbors_`` nearest neighbours; both per input row with ``unique=True``."""
+        if not self.output_dens:
+            return
+        from unimap.affinity.density import log_radii
+        from unimap.affinity.fuzzy import fuzzy_simplicial_set
+        from unimap.neighbors.graph import NeighborIndex
+
+        index = NeighborIndex("euclidean", "auto", self.n_jobs, fit._streams.neighbors)
+        knn = index.build(embedding).knn_graph(fit.n_neighbors_)
+        graph, _, _ = fuzzy_simplicial_set(knn.indices, knn.distances)
+        fit.rad_emb_ = log_radii(graph, knn.indices, knn.distances)
+        if fit.unique_inverse_ is not None:
+            fit.rad_orig_ = fit.rad_orig_[fit.unique_inverse_]
+            fit.rad_emb_ = fit.rad_emb_[fit.unique_inverse_]
 
     def _optimizer_on_gpu(self, fit) -> bool:
         from unimap.optimizers.umap_sgd_cuda import supports
 
-        return supports(self.n_components)
+        return supports(self.n_components) and not self.densmap
 
     def update(self, X: Any) -> UMAP:
         """Grow the model with new points (umap-learn's ``update``).

@@ -10,6 +10,7 @@ the device (:mod:`unimap.optimizers.umap_sgd_cuda` for ``device="cuda"``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,7 @@ def umap_sgd(
     guard: Any = None,
     device: str = "cpu",
     negative_pool: int | None = None,
+    density: DensityPlan | None = None,
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -106,6 +108,9 @@ def umap_sgd(
         Fitting in 2-D on the CPU: each block of edges draws its negative samples from a
         pool of this many points (0: every sample from all points). Default:
         :func:`unimap.optimizers.sampling.default_negative_pool`.
+    density : :class:`DensityPlan`, optional
+        densMAP: its last epochs (``frac`` of them) add the density gradient
+        (:mod:`unimap.optimizers.densmap_numba`); fitting on the CPU only.
 
     Returns
     -------
@@ -129,8 +134,8 @@ def umap_sgd(
         emb, graph, relabel = _relabel_for_locality(emb, graph)
         if callback is not None:
             callback = _in_original_order(callback, relabel)
-    edges, schedule = _sampling_plan(graph, tail is None, n_epochs, max_weight,
-                                     negative_sample_rate)
+    edges, schedule, edge_weights = _sampling_plan(graph, tail is None, n_epochs, max_weight,
+                                                   negative_sample_rate)
     if row_keys is None:
         row_keys = np.arange(emb.shape[0], dtype=np.uint64)
     f32 = np.float32
@@ -140,6 +145,10 @@ def umap_sgd(
     alphas = linear_decay(learning_rate, n_epochs)
     if device == "cuda" and tail is None:
         from unimap.optimizers.umap_sgd_cuda import umap_sgd_cuda
+
+        if density is not None:
+            raise ValueError("densMAP's epochs have no CUDA kernels; run them with "
+                             "device='cpu'")
 
         emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, alphas, guard,
                             relabel, callback)
@@ -153,6 +162,12 @@ def umap_sgd(
         fit_epoch, pool_args = sgd_epoch_edges_2d_pooled, (np.int64(negative_pool),)
     else:
         fit_epoch, pool_args = sgd_epoch_edges_2d, ()
+    term, densmap_from = None, n_epochs
+    if density is not None and tail is None:
+        from unimap.optimizers.densmap_numba import density_stats, sgd_epoch_edges_densmap
+
+        term = density.term(edge_weights, emb.shape[0], relabel)
+        densmap_from = density.first_epoch(n_epochs)
     parallel = emb.shape[0] >= PARALLEL_MIN_ROWS
     with numba_threads(None) as max_threads:
         # Few rows: one thread, since waking the pool each epoch costs more than the work.
@@ -161,7 +176,13 @@ def umap_sgd(
             for epoch in range(n_epochs):
                 threads.start_epoch(epoch)
                 alpha = alphas[epoch]
-                if tail is None:
+                if tail is None and epoch >= densmap_from:
+                    snapshot[:] = emb
+                    density_stats(emb, edges.heads, edges.tails, a, b,
+                                  density.var_shift, term)
+                    sgd_epoch_edges_densmap(emb, snapshot, edges, schedule, kernel, term, seed,
+                                            epoch, alpha, np.int64(workers()))
+                elif tail is None:
                     snapshot[:] = emb
                     fit_epoch(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha,
                               np.int64(workers()), *pool_args)
@@ -177,21 +198,56 @@ def umap_sgd(
 
 
 def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
-    """The edge arrays an epoch kernel walks and its sampling schedule (epochs per sample
-    and per negative sample, next epoch of each): when fitting, the edges grouped in classes
-    that no two threads write at once (heads, tails, class_ptr); else the CSR rows."""
+    """The edge arrays an epoch kernel walks, its sampling schedule (epochs per sample
+    and per negative sample, next epoch of each) and the edges' weights in the same order:
+    when fitting, the edges grouped in classes that no two threads write at once (heads,
+    tails, class_ptr); else the CSR rows."""
     from unimap.optimizers.umap_sgd_numba import EdgeClasses, EdgeRows, Schedule
 
     indptr = graph.indptr.astype(np.int64)
     indices = graph.indices.astype(np.int32, copy=False)
     eps = epochs_per_sample(graph.data.astype(np.float64), n_epochs, max_weight)
+    weights = graph.data
     if fitting:
         heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
-        edges, eps = EdgeClasses(heads, tails, class_ptr), eps[order]
+        edges, eps, weights = EdgeClasses(heads, tails, class_ptr), eps[order], weights[order]
     else:
         edges = EdgeRows(indptr, indices)
     eps_neg = eps / negative_sample_rate
-    return edges, Schedule(eps, eps.copy(), eps_neg, eps_neg.copy())
+    return edges, Schedule(eps, eps.copy(), eps_neg, eps_neg.copy()), weights
+
+
+@dataclass(frozen=True)
+class DensityPlan:
+    """densMAP's settings for :func:`umap_sgd`: the data's standardised log radii ``R`` (in
+    input order), ``lam`` (``dens_lambda``), ``frac`` (the share of epochs, at the end, with
+    the density term: ``dens_frac``) and ``var_shift`` (``dens_var_shift``)."""
+
+    R: np.ndarray
+    lam: float
+    frac: float
+    var_shift: float
+
+    def first_epoch(self, n_epochs: int) -> int:
+        """The first epoch with the term: umap-learn's ``(epoch + 1) / n_epochs > 1 - frac``
+        (none when ``lam`` is 0)."""
+        if self.lam <= 0:
+            return n_epochs
+        epochs = np.arange(n_epochs)
+        late = np.flatnonzero((epochs + 1) / float(n_epochs) > 1.0 - self.frac)
+        return int(late[0]) if late.size else n_epochs
+
+    def term(self, weights: np.ndarray, n: int, relabel: np.ndarray | None):
+        """The kernel's :class:`unimap.optimizers.densmap_numba.DensityTerm` for edges of
+        ``weights`` over ``n`` points (relabelled like the embedding when ``relabel``)."""
+        from unimap.optimizers.densmap_numba import DensityTerm
+
+        R = self.R if relabel is None else self.R[relabel]
+        f32 = np.float32
+        return DensityTerm(np.ascontiguousarray(weights, dtype=f32),
+                           np.ascontiguousarray(R, dtype=f32), np.zeros(n, f32),
+                           np.zeros(n, f32), np.zeros(3), f32(self.lam),
+                           f32(float(np.sum(weights, dtype=np.float64)) / n))
 
 
 def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):
