@@ -25,8 +25,13 @@ Quality columns:
 - ``acc`` (update): 5-fold 10-NN accuracy of the grown embedding (``unimap.metrics.knn_accuracy``).
 
 Time columns are seconds of the call (fit, fit + transform, inverse_transform, update), and
-``speed-up`` is umap-learn's time over unimap's. densMAP is not built in unimap (refused by
-name), so it has no row.
+``speed-up`` is umap-learn's time over unimap's.
+
+densMAP rows (``densmap=True, output_dens=True`` on the training points): Spearman
+correlation of the embedding's local radii with the data's, by each library's own
+``rad_orig``/``rad_emb`` and by one measure for both (:func:`embedding_radii` against
+unimap's ``rad_orig``, which equals umap-learn's up to float rounding), and of the two
+libraries' embedding radii with each other.
 
 Examples::
 
@@ -147,16 +152,58 @@ def run_lib(lib, data):
     return rows
 
 
+def embedding_radii(embedding):
+    """One measure for both libraries' embeddings: unimap's log local radii
+    (``unimap.affinity.density.log_radii``) over the embedding's own 15-NN fuzzy graph."""
+    from unimap.affinity.density import log_radii
+    from unimap.affinity.fuzzy import fuzzy_simplicial_set
+    from unimap.neighbors.graph import NeighborIndex
+
+    knn = NeighborIndex("euclidean", "auto", random_state=0).build(embedding).knn_graph(15)
+    graph, _, _ = fuzzy_simplicial_set(knn.indices, knn.distances)
+    return log_radii(graph, knn.indices, knn.distances)
+
+
+def densmap_rows(X_tr):
+    """densMAP of both libraries: Spearman correlation of the embedding's local radii with
+    the data's (each library's own ``output_dens`` radii, and one measure for both), and of
+    the two embeddings' radii with each other."""
+    import umap
+    from scipy.stats import spearmanr
+
+    import unimap
+
+    ours = unimap.UMAP(random_state=0, densmap=True, output_dens=True)
+    (emb, r_orig, r_emb), t_ours = timed(lambda: ours.fit_transform(X_tr))
+    theirs = umap.UMAP(random_state=0, densmap=True, output_dens=True)
+    (emb_u, r_orig_u, r_emb_u), t_theirs = timed(lambda: theirs.fit_transform(X_tr))
+    common, common_u = embedding_radii(emb), embedding_radii(emb_u)
+    row = {"radii rho (own)": (spearmanr(r_orig, r_emb).statistic,
+                               spearmanr(r_orig_u, r_emb_u).statistic),
+           "radii rho (one measure)": (spearmanr(r_orig, common).statistic,
+                                       spearmanr(r_orig, common_u).statistic),
+           "rho with the other's radii": (spearmanr(common, common_u).statistic,) * 2}
+    return ({k: v[0] for k, v in row.items()} | {"s": t_ours},
+            {k: v[1] for k, v in row.items()} | {"s": t_theirs})
+
+
 def warm_up():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 8)).astype(np.float32)
     y = rng.integers(0, 3, 300)
     for lib in ("unimap", "umap-learn"):
+        make(lib).fit(X[:200], y[:200])
         model = make(lib)
-        model.fit(X[:200], y[:200])
+        model.fit(X[:200])
         model.transform(X[200:])
         model.inverse_transform(model.embedding_[:5])
         model.update(X[200:])
+    import umap
+
+    import unimap
+
+    unimap.UMAP(densmap=True, output_dens=True, n_epochs=20).fit(X)
+    umap.UMAP(densmap=True, output_dens=True, n_epochs=20).fit(X)
 
 
 def host_state() -> str:
@@ -208,6 +255,9 @@ def main() -> None:
         data = split(*load(name, args.mnist_n))
         label = name if name != "mnist" or not args.mnist_n else f"mnist-{args.mnist_n}"
         results[label] = {lib: run_lib(lib, data) for lib in ("unimap", "umap-learn")}
+        ours, theirs = densmap_rows(data[0])
+        results[label]["unimap"]["densMAP"] = ours
+        results[label]["umap-learn"]["densMAP"] = theirs
         print(table({label: results[label]}), flush=True)
     text = (f"# unimap against umap-learn: supervised, semi-supervised, inverse_transform, "
             f"update\n\n`python benchmarks/dropin.py {' '.join(os.sys.argv[1:])}`; unimap "

@@ -107,8 +107,8 @@ def _density_attraction(e, emb, heads, tails, epochs_per_sample, next_sample,
         dphi_term = a * b * d2 ** (b - 1.0) / (1.0 + a * pb)
         q_jk = phi / phi_sum[k]
         q_kj = phi / phi_sum[j]
-        drj = q_jk * ((1.0 - b * (1.0 - phi)) / math.exp(re_sum[j]) + dphi_term)
-        drk = q_kj * ((1.0 - b * (1.0 - phi)) / math.exp(re_sum[k]) + dphi_term)
+        drj = q_kj * ((1.0 - b * (1.0 - phi)) / math.exp(re_sum[j]) + dphi_term)
+        drk = q_jk * ((1.0 - b * (1.0 - phi)) / math.exp(re_sum[k]) + dphi_term)
         weight_j = R[j] - re_cov * (re_sum[j] - re_mean) / (re_std * re_std)
         weight_k = R[k] - re_cov * (re_sum[k] - re_mean) / (re_std * re_std)
         density_coeff = np.float32(2.0 * density.lam * density.weight_per_point
