@@ -200,45 +200,6 @@ class NeighborEmbedding(UnimapEstimator):
             embedding = self._place(X, **options)
         return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
 
-    def _update(self, X: Any) -> NeighborEmbedding:
-        """Grow the fitted model with the rows of ``X`` (UMAP's and GDR's ``update``): new
-        points are placed by ``transform``, then the whole embedding is optimized again on
-        the training rows and ``X`` together, from the current positions (umap-learn's
-        ``update``, which also re-optimizes everything)."""
-        self._check_can_transform()
-        if self.metric == "precomputed":
-            raise ValueError("update needs data rows; this model was fitted on precomputed "
-                             "distances: refit on the grown distance matrix")
-        if self.__dict__.get("supervised_", False):
-            raise ValueError("update of a supervised model would need the labels of every "
-                             "point: refit with fit(X, y) on the grown data")
-        new = self._check_new_points(X)
-        if sp.issparse(new):
-            new = new.toarray()
-        placed = self._transform(new)
-        old = self._index.training_rows()  # the metric's geometry: unit rows for cosine
-        start = np.vstack([self._reference_embedding, placed]).astype(np.float32)
-        from unimap.neighbors.graph import prepare_rows
-
-        data = np.vstack([old, prepare_rows(new, self._index.metric)])
-        return self._fit(data, start=start)
-
-    def _inverse_transform(self, Y: Any) -> np.ndarray:
-        """Points of the embedding mapped back to data space (:mod:`unimap.inverse`);
-        UMAP's and GDR's ``inverse_transform``."""
-        from unimap.inverse import inverse_positions
-        from unimap.runtime.validation import check_array
-
-        self._check_can_transform()
-        if self.metric == "precomputed":
-            raise ValueError("inverse_transform needs data rows; this model was fitted on "
-                             "precomputed distances")
-        Y = check_array(Y, "X")
-        self._check_n_features(Y, self.embedding_.shape[1])
-        with numba_threads(resolve_n_jobs(self.n_jobs)):
-            return inverse_positions(self._reference_embedding, self._index.training_rows(), Y,
-                                     self.a_, self.b_, self.n_neighbors_, self.n_jobs)
-
     @property
     def _n_features_out(self) -> int:
         return self.embedding_.shape[1]
@@ -297,22 +258,6 @@ class NeighborEmbedding(UnimapEstimator):
             phases = ("neighbors", *phases)
         return phases
 
-    def _distinct_rows(self, X: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``(rows, inverse)`` of :func:`unimap.methods.unique_rows.distinct_rows` when the
-        method has ``unique=True``, else ``(None, None)``."""
-        if not getattr(self, "unique", False):
-            return None, None
-        if self.metric == "precomputed" or self.precomputed_knn is not None:
-            raise ValueError("unique=True needs the data rows; it cannot be combined with "
-                             "metric='precomputed' or precomputed_knn")
-        from unimap.methods.unique_rows import distinct_rows
-
-        rows, inverse = distinct_rows(X)
-        if rows.size < 2:
-            raise ValueError(f"{type(self).__name__} with unique=True needs at least 2 "
-                             f"distinct samples, got {rows.size}")
-        return rows, inverse
-
     @property
     def _reference_embedding(self) -> np.ndarray:
         """The embedding of the indexed training points (the distinct rows when fitted with
@@ -332,6 +277,11 @@ class NeighborEmbedding(UnimapEstimator):
         """``y`` of ``fit`` checked for the method (override): ignored by default, as
         scikit-learn's TSNE ignores it."""
         return None
+
+    def _distinct_rows(self, X: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(rows, inverse)`` of the distinct rows to fit on (override, ``unique=True``);
+        ``(None, None)``: every row."""
+        return None, None
 
     def _supervised(self, fit: FitPlan, graph: sp.csr_matrix) -> sp.csr_matrix:
         """``graph`` intersected with the labels of ``fit(X, y)`` when there are some

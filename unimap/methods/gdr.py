@@ -28,6 +28,7 @@ import numpy as np
 
 from unimap.methods import gdr_defaults as defaults
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import GDRPlan
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
@@ -48,7 +49,7 @@ __all__ = ["GDR"]
 
 
 
-class GDR(NeighborEmbedding):
+class GDR(UMAPFamily, NeighborEmbedding):
     """GDR: UMAP-like or t-SNE-like embeddings from one full-batch O(|E|) optimizer.
 
     Parameters
@@ -315,9 +316,7 @@ class GDR(NeighborEmbedding):
                              "mode draws its negative samples per edge")
 
     def _check_target(self, y: Any, n: int) -> Any:
-        from unimap.methods.supervision import check_target
-
-        target = check_target(self, y, n)
+        target = super()._check_target(y, n)
         if target is not None and self.symmetrization == "none":
             raise ValueError("fit(X, y) needs a symmetric graph: symmetrization='none' keeps "
                              "P directed, which the intersection with the labels' graph "
@@ -434,45 +433,6 @@ class GDR(NeighborEmbedding):
                 f"{what} with normalized=True needs the t-SNE kernel a = b = 1; this model "
                 f"was fitted with a={self.a_:g}, b={self.b_:g}"
             )
-
-    def update(self, X: Any) -> GDR:
-        """Grow the model with new points (umap-learn's ``update``).
-
-        The new points are placed by ``transform``, then the whole embedding (training and
-        new points, from their current positions) is optimized again on the grown data, with
-        the neighbour graph, epochs and seed a fit of all the rows would use. The model's
-        training rows are then the old ones and ``X``; ``embedding_`` has a row for each.
-
-        Parameters
-        ----------
-        X : array of shape (m, n_features)
-
-        Returns
-        -------
-        self
-        """
-        self._check_placement_kernel("update")
-        return self._update(X)
-
-    def inverse_transform(self, X: Any) -> np.ndarray:
-        """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
-
-        Each point becomes the average of the data rows of its ``n_neighbors_`` nearest
-        training points in the embedding, weighted by the embedding's kernel
-        ``1/(1 + a_·d^(2·b_))`` (:mod:`unimap.inverse`). For ``metric="cosine"`` the rows are
-        averaged as the metric sees them, scaled to unit norm (and centred for
-        ``"correlation"``).
-
-        Parameters
-        ----------
-        X : array of shape (m, n_components)
-            Positions in the embedding.
-
-        Returns
-        -------
-        X_original : ndarray of shape (m, n_features_in_), float32
-        """
-        return self._inverse_transform(X)
 
     def _place(self, X):
         from unimap.optimizers.forces import RepulsionParams

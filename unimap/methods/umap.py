@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
@@ -52,7 +53,7 @@ def capped_n_neighbors(n_neighbors: int, n: int, stacklevel: int = 4) -> int:
     return n_neighbors
 
 
-class UMAP(NeighborEmbedding):
+class UMAP(UMAPFamily, NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
 
     The optimizer is unimap's edge-coloured threaded SGD (see
@@ -284,11 +285,6 @@ default="spectral"
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
 
-    def _check_target(self, y: Any, n: int) -> Any:
-        from unimap.methods.supervision import check_target
-
-        return check_target(self, y, n)
-
     def _resolve(self, n: int) -> UMAPPlan:
         from unimap.lowdim.ab_fit import find_ab_params
 
@@ -383,44 +379,6 @@ default="spectral"
         from unimap.optimizers.umap_sgd_cuda import supports
 
         return supports(self.n_components) and not self.densmap
-
-    def update(self, X: Any) -> UMAP:
-        """Grow the model with new points (umap-learn's ``update``).
-
-        The new points are placed by ``transform``, then the whole embedding (training and
-        new points, from their current positions) is optimized again on the grown data, with
-        the neighbour graph, epochs and seed a fit of all the rows would use. The model's
-        training rows are then the old ones and ``X``; ``embedding_`` has a row for each.
-
-        Parameters
-        ----------
-        X : array of shape (m, n_features)
-
-        Returns
-        -------
-        self
-        """
-        return self._update(X)
-
-    def inverse_transform(self, X: Any) -> np.ndarray:
-        """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
-
-        Each point becomes the average of the data rows of its ``n_neighbors_`` nearest
-        training points in the embedding, weighted by the embedding's kernel
-        ``1/(1 + a_·d^(2·b_))`` (:mod:`unimap.inverse`). For ``metric="cosine"`` the rows are
-        averaged as the metric sees them, scaled to unit norm (and centred for
-        ``"correlation"``).
-
-        Parameters
-        ----------
-        X : array of shape (m, n_components)
-            Positions in the embedding.
-
-        Returns
-        -------
-        X_original : ndarray of shape (m, n_features_in_), float32
-        """
-        return self._inverse_transform(X)
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to

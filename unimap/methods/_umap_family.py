@@ -1,0 +1,126 @@
+"""What UMAP and GDR share beyond the pipeline, for umap-learn's users: ``fit(X, y)``
+(supervision, :mod:`unimap.methods.supervision`), ``unique=True``
+(:mod:`unimap.methods.unique_rows`), ``inverse_transform`` (:mod:`unimap.inverse`) and
+``update``. Both estimators inherit :class:`UMAPFamily` before
+:class:`unimap.methods._base.NeighborEmbedding`, whose hooks it fills in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from unimap.runtime.threads import numba_threads, resolve_n_jobs
+
+__all__ = ["UMAPFamily"]
+
+
+class UMAPFamily:
+    """``update``, ``inverse_transform``, supervision and ``unique`` of UMAP and GDR."""
+
+    def update(self, X: Any) -> Any:
+        """Grow the model with new points (umap-learn's ``update``).
+
+        The new points are placed by ``transform``, then the whole embedding (training and
+        new points, from their current positions) is optimized again on the grown data, with
+        the neighbour graph, epochs and seed a fit of all the rows would use. The model's
+        training rows are then the old ones and ``X``; ``embedding_`` has a row for each.
+        Refused for a model fitted with labels (the new points have none) or on precomputed
+        distances.
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features)
+
+        Returns
+        -------
+        self
+        """
+        self._check_placement_kernel("update")
+        return self._update(X)
+
+    def inverse_transform(self, X: Any) -> np.ndarray:
+        """Map points of the embedding back to data space (umap-learn's ``inverse_transform``).
+
+        Each point becomes the average of the data rows of its ``n_neighbors_`` nearest
+        training points in the embedding, weighted by the embedding's kernel
+        ``1/(1 + a_·d^(2·b_))`` (:mod:`unimap.inverse`). For ``metric="cosine"`` the rows are
+        averaged as the metric sees them, scaled to unit norm (and centred for
+        ``"correlation"``).
+
+        Parameters
+        ----------
+        X : array of shape (m, n_components)
+            Positions in the embedding.
+
+        Returns
+        -------
+        X_original : ndarray of shape (m, n_features_in_), float32
+        """
+        return self._inverse_transform(X)
+
+    def _check_placement_kernel(self, what: str) -> None:
+        """Raise if ``what`` (``transform``, ``update``) cannot place points with the fitted
+        kernel (override)."""
+
+    def _check_target(self, y: Any, n: int) -> Any:
+        from unimap.methods.supervision import check_target
+
+        return check_target(self, y, n)
+
+    def _update(self, X: Any) -> Any:
+        """Grow the fitted model with the rows of ``X`` (UMAP's and GDR's ``update``): new
+        points are placed by ``transform``, then the whole embedding is optimized again on
+        the training rows and ``X`` together, from the current positions (umap-learn's
+        ``update``, which also re-optimizes everything)."""
+        self._check_can_transform()
+        if self.metric == "precomputed":
+            raise ValueError("update needs data rows; this model was fitted on precomputed "
+                             "distances: refit on the grown distance matrix")
+        if self.__dict__.get("supervised_", False):
+            raise ValueError("update of a supervised model would need the labels of every "
+                             "point: refit with fit(X, y) on the grown data")
+        new = self._check_new_points(X)
+        if sp.issparse(new):
+            new = new.toarray()
+        placed = self._transform(new)
+        old = self._index.training_rows()  # the metric's geometry: unit rows for cosine
+        start = np.vstack([self._reference_embedding, placed]).astype(np.float32)
+        from unimap.neighbors.graph import prepare_rows
+
+        data = np.vstack([old, prepare_rows(new, self._index.metric)])
+        return self._fit(data, start=start)
+
+    def _inverse_transform(self, Y: Any) -> np.ndarray:
+        """Points of the embedding mapped back to data space (:mod:`unimap.inverse`);
+        UMAP's and GDR's ``inverse_transform``."""
+        from unimap.inverse import inverse_positions
+        from unimap.runtime.validation import check_array
+
+        self._check_can_transform()
+        if self.metric == "precomputed":
+            raise ValueError("inverse_transform needs data rows; this model was fitted on "
+                             "precomputed distances")
+        Y = check_array(Y, "X")
+        self._check_n_features(Y, self.embedding_.shape[1])
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            return inverse_positions(self._reference_embedding, self._index.training_rows(), Y,
+                                     self.a_, self.b_, self.n_neighbors_, self.n_jobs)
+
+    def _distinct_rows(self, X: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(rows, inverse)`` of :func:`unimap.methods.unique_rows.distinct_rows` when the
+        method has ``unique=True``, else ``(None, None)``."""
+        if not self.unique:
+            return None, None
+        if self.metric == "precomputed" or self.precomputed_knn is not None:
+            raise ValueError("unique=True needs the data rows; it cannot be combined with "
+                             "metric='precomputed' or precomputed_knn")
+        from unimap.methods.unique_rows import distinct_rows
+
+        rows, inverse = distinct_rows(X)
+        if rows.size < 2:
+            raise ValueError(f"{type(self).__name__} with unique=True needs at least 2 "
+                             f"distinct samples, got {rows.size}")
+        return rows, inverse
