@@ -106,6 +106,19 @@ def timed(fn):
 
 
 def run_lib(lib, data):
+    """Every task of one library; a task that raises gets NaN columns and its error."""
+    rows, errors = {}, {}
+    for task in (_unsupervised, _supervised, _semi_supervised, _update):
+        try:
+            rows.update(task(lib, data))
+        except Exception as exc:  # a peer's failure is a result too
+            name = task.__name__.strip("_").replace("_", "-")
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            print(f"{lib} {name} failed: {errors[name]}", flush=True)
+    return rows, errors
+
+
+def _unsupervised(lib, data):
     X_tr, X_te, y_tr, y_te = data
     rows = {}
     # unsupervised reference, also the model inverted below
@@ -120,14 +133,24 @@ def run_lib(lib, data):
     baseline = np.linalg.norm(X_te[:m] - X_tr.mean(axis=0), axis=1).mean()
     rows["inverse"] = {"error": float(np.linalg.norm(rebuilt - X_te[:m], axis=1).mean()
                                       / baseline), "s": t_inv}
-    # supervised
+    return rows
+
+
+def _supervised(lib, data):
+    X_tr, X_te, y_tr, y_te = data
+    rows = {}
     model = make(lib)
     emb, t_fit = timed(lambda: model.fit_transform(X_tr, y_tr))
     placed, t_tr = timed(lambda: model.transform(X_te))
     rows["supervised"] = {"ARI": ari(emb, y_tr), "held-out acc": knn_score(emb, y_tr, placed,
                                                                             y_te),
                           "s": t_fit + t_tr}
-    # semi-supervised: half the training labels hidden
+    return rows
+
+
+def _semi_supervised(lib, data):
+    X_tr, X_te, y_tr, y_te = data
+    rows = {}
     hidden = np.random.default_rng(0).random(len(y_tr)) < 0.5
     y_semi = np.where(hidden, -1, y_tr)
     model = make(lib)
@@ -137,9 +160,15 @@ def run_lib(lib, data):
         "ARI": ari(emb, y_tr),
         "unlabelled acc": knn_score(emb[~hidden], y_tr[~hidden], emb[hidden], y_tr[hidden]),
         "held-out acc": knn_score(emb, y_tr, placed, y_te), "s": t_fit + t_tr}
-    # update: half, then the other half
+    return rows
+
+
+def _update(lib, data):
+    """Fit on half the training points, ``update`` with the other half; a refit on all."""
     from unimap.metrics import knn_accuracy
 
+    X_tr, _, y_tr, _ = data
+    rows = {}
     half = len(X_tr) // 2
     model = make(lib)
     model.fit(X_tr[:half])
@@ -222,17 +251,27 @@ def host_state() -> str:
 def table(results) -> str:
     lines = ["| data | task | column | unimap | umap-learn | unimap s | umap-learn s | "
              "speed-up |", "|---|---|---|---|---|---|---|---|"]
+    failed = "failed"
     for data, by_lib in results.items():
-        ours, theirs = by_lib["unimap"], by_lib["umap-learn"]
-        for task, row in ours.items():
-            for column, value in row.items():
+        ours, theirs = by_lib["unimap"][0], by_lib["umap-learn"][0]
+        for task in dict.fromkeys([*ours, *theirs]):
+            row, other_row = ours.get(task), theirs.get(task)
+            for column in (row or other_row):
                 if column in ("s", "refit s"):
                     continue
-                other = theirs[task][column]
                 time_key = "refit s" if column.startswith("refit") else "s"
-                t_ours, t_theirs = row[time_key], theirs[task][time_key]
-                lines.append(f"| {data} | {task} | {column} | {value:.4f} | {other:.4f} | "
-                             f"{t_ours:.2f} | {t_theirs:.2f} | {t_theirs / t_ours:.1f}x |")
+                cells = []
+                for r in (row, other_row):
+                    cells.append((f"{r[column]:.4f}", f"{r[time_key]:.2f}") if r else
+                                 (failed, failed))
+                ratio = (f"{other_row[time_key] / row[time_key]:.1f}x" if row and other_row
+                         else "")
+                lines.append(f"| {data} | {task} | {column} | {cells[0][0]} | {cells[1][0]} | "
+                             f"{cells[0][1]} | {cells[1][1]} | {ratio} |")
+    for data, by_lib in results.items():
+        for lib, (_, errors) in by_lib.items():
+            for task, error in errors.items():
+                lines.append(f"\n{lib} {task} on {data} failed: `{error}`")
     return "\n".join(lines)
 
 
@@ -255,9 +294,12 @@ def main() -> None:
         data = split(*load(name, args.mnist_n))
         label = name if name != "mnist" or not args.mnist_n else f"mnist-{args.mnist_n}"
         results[label] = {lib: run_lib(lib, data) for lib in ("unimap", "umap-learn")}
-        ours, theirs = densmap_rows(data[0])
-        results[label]["unimap"]["densMAP"] = ours
-        results[label]["umap-learn"]["densMAP"] = theirs
+        try:
+            ours, theirs = densmap_rows(data[0])
+            results[label]["unimap"][0]["densMAP"] = ours
+            results[label]["umap-learn"][0]["densMAP"] = theirs
+        except Exception as exc:  # reported, not fatal
+            results[label]["umap-learn"][1]["densMAP"] = f"{type(exc).__name__}: {exc}"
         print(table({label: results[label]}), flush=True)
     text = (f"# unimap against umap-learn: supervised, semi-supervised, inverse_transform, "
             f"update\n\n`python benchmarks/dropin.py {' '.join(os.sys.argv[1:])}`; unimap "

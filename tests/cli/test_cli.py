@@ -257,3 +257,16 @@ def test_metric_with_parameters_from_the_command_line(tmp_path, blobs):
                  "--metric", "minkowski", "--metric-kwds", '{"p": 3}', "--n-epochs", "20",
                  "--save-model", str(tmp_path / "m.unimap")]) == 0
     assert unimap.load(tmp_path / "m.unimap").metric_kwds == {"p": 3}
+
+
+def test_densmap_from_the_command_line(tmp_path, blobs, capsys):
+    import unimap
+
+    np.save(tmp_path / "x.npy", blobs[0])
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "d.png"), "-q",
+                 "--densmap", "--n-epochs", "30", "--random-state", "0"]) == 0
+    expected = unimap.UMAP(densmap=True, n_epochs=30, random_state=0).fit_transform(blobs[0])
+    np.testing.assert_array_equal(np.load(tmp_path / "d.npy"), expected)
+    assert main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "t.png"),
+                 "--densmap", "--method", "tsne"]) != 0
+    assert "--densmap does not apply to --method tsne" in capsys.readouterr().err

@@ -27,7 +27,8 @@ def test_grown_model_matches_a_refit_in_quality(make, digits):
     assert model.embedding_.shape == (1000, 2) and model.n_features_in_ == X.shape[1]
     refit = make().fit(X)
     grown, fresh = knn_accuracy(model.embedding_, y), knn_accuracy(refit.embedding_, y)
-    assert grown >= fresh - 0.02, (grown, fresh)  # measured: 0.004-0.005 below the refit
+    # measured (a quarter of 100 epochs for UMAP and GDR): 0.004-0.014 below the refit
+    assert grown >= fresh - 0.02, (grown, fresh)
     assert model.transform(X[:5]).shape == (5, 2)  # the grown index serves new points
 
 

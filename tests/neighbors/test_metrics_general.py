@@ -72,10 +72,11 @@ def test_pynndescent_graph_agrees_with_the_exact_one(metric):
     assert close.mean() > 0.95, close.mean()
 
 
-@pytest.mark.parametrize("metric", ["canberra", "braycurtis", "minkowski"])
+@pytest.mark.parametrize("metric", GENERAL_METRICS)
 def test_sparse_input_gives_the_dense_embedding(metric):
     X = _data(metric, n=150)
-    X[X < 0.5] = 0.0
+    if metric != "haversine":  # coordinates: any zero is a place, keep them dense-ish
+        X[X < 0.5] = 0.0
     kw = {"p": 3.0} if metric == "minkowski" else None
     dense = UMAP(metric=metric, metric_kwds=kw, n_epochs=30, random_state=0).fit(X)
     sparse = UMAP(metric=metric, metric_kwds=kw, n_epochs=30, random_state=0).fit(

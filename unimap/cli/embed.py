@@ -28,14 +28,15 @@ from unimap.io.write import check_output_path, write_embedding
 # Which options each method takes; giving another is an error, not silently ignored.
 _SUPERVISED = {"target_weight"}
 _METHOD_OPTIONS = {
-    "umap": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
+    "umap": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", "densmap",
+             *_SUPERVISED},
     "gdr": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
     "tsne": {"perplexity", "metric", "metric_kwds", "n_epochs"},
     "gdr-tsne": {"perplexity", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
     "pca": set(),
 }
 _OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds", "n_epochs",
-             "target_weight")
+             "target_weight", "densmap")
 
 
 def _make_estimator(args):

@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--supervised", action="store_true",
                        help="umap, gdr, gdr-tsne: fit with the labels (--labels or "
                        "--label-column) as y; -1 or empty entries are unlabelled")
+    embed.add_argument("--densmap", action="store_true", default=None,
+                       help="umap: densMAP, which keeps the data's local densities")
     embed.add_argument("--target-weight", type=float,
                        help="with --supervised: how much the labels count, 0 to 1 (0.5)")
     embed.add_argument("--n-epochs", type=int, help="epochs (umap, gdr, gdr-tsne) or "

@@ -103,7 +103,7 @@ def _compare(args) -> int:
         options = Namespace(method=method, n_components=2, random_state=seed,
                             n_jobs=args.n_jobs, verbose=False, quiet=True, n_neighbors=None,
                             min_dist=None, perplexity=None, metric=None, metric_kwds=None,
-                            target_weight=None,
+                            target_weight=None, densmap=None,
                             n_epochs=None if method == "pca" else args.n_epochs)
         estimator = _make_estimator(options)
         start = time.perf_counter()

@@ -108,9 +108,11 @@ class NeighborEmbedding(UnimapEstimator):
         """
         return self._fit(X, y)
 
-    def _fit(self, X: Any, y: Any = None, start: np.ndarray | None = None) -> NeighborEmbedding:
-        """``fit``; ``start`` (one row per row of ``X``) replaces ``init`` for this fit only
-        (``update``), the hyperparameter unchanged."""
+    def _fit(self, X: Any, y: Any = None, start: np.ndarray | None = None,
+             epoch_share: float = 1.0) -> NeighborEmbedding:
+        """``fit``; ``start`` (one row per row of ``X``) replaces ``init`` for this fit only,
+        and the optimizer runs ``epoch_share`` of the planned epochs (``update``), the
+        hyperparameters unchanged."""
         clock = PhaseTimer(self._log)
         self._validate_params()
         names = SimpleNamespace()
@@ -131,6 +133,8 @@ class NeighborEmbedding(UnimapEstimator):
         fit.supervised_ = target is not None
         if start is not None:
             fit.init_ = start
+        if epoch_share < 1.0:  # a refinement of a converged layout
+            fit.n_epochs_ = max(1, int(fit.n_epochs_ * epoch_share))
         if rows is not None:
             fit.unique_inverse_ = inverse
             if not isinstance(fit.init_, str):  # an init array: the distinct rows' starts

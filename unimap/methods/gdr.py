@@ -426,6 +426,9 @@ class GDR(UMAPFamily, NeighborEmbedding):
         self._check_placement_kernel("transform")
         return super().transform(X)
 
+    def _update_epoch_share(self) -> float:
+        return 1.0 if self.normalized else super()._update_epoch_share()
+
     def _check_placement_kernel(self, what: str) -> None:
         if hasattr(self, "embedding_") and self.normalized and (
                 self.a_ != 1.0 or self.b_ != 1.0):
