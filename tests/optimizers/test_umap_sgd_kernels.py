@@ -15,7 +15,7 @@ def _problem(fitting):
     rng = np.random.default_rng(0)
     P = sp.random(40, 40, density=0.2, random_state=1, format="csr", dtype=np.float32)
     P = (P + P.T).tocsr()
-    edges, schedule = _sampling_plan(P, fitting, 10, None, 5.0)
+    edges, schedule, _ = _sampling_plan(P, fitting, 10, None, 5.0)
     return rng.standard_normal((40, 2)).astype(np.float32), edges, schedule
 
 

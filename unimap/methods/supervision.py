@@ -36,8 +36,10 @@ def check_target(estimator: Any, y: Any, n: int) -> np.ndarray | None:
     if y is None:
         return None
     if estimator.target_n_neighbors in (0, 1):
-        raise ValueError("target_n_neighbors must be -1 (n_neighbors) or at least 2, got "
-                         f"{estimator.target_n_neighbors}")
+        from unimap.runtime.params import InvalidParameterError
+
+        raise InvalidParameterError("target_n_neighbors must be -1 (n_neighbors) or at least "
+                                    f"2, got {estimator.target_n_neighbors}")
     if estimator.target_metric == "categorical":
         from unimap.affinity.supervised import encode_labels
 
