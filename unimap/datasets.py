@@ -10,6 +10,7 @@ holds the files it downloads them into the cache (atomically: a failed download 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import struct
 import urllib.request
@@ -28,6 +29,15 @@ _MNIST_FILES = {
     "test_labels": "t10k-labels-idx1-ubyte.gz",
 }
 _MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
+# SHA-256 of the original files (those of ../shared/datasets/mnist): a download must match.
+_MNIST_SHA256 = {
+    "t10k-images-idx3-ubyte.gz": "f72c2dff3457595ec2fe452d25d97b7f974a74ad5b006687704212bedd1486d8",
+    "t10k-labels-idx1-ubyte.gz": "4baf84ddd60ae342cfdd282ec3fba3249a201a4459782165496a7cbebbe49a2e",
+    "train-images-idx3-ubyte.gz":
+        "b09d8b89df4ad239afc76a323dbe9559169cd8cca365467dfe8aa1f7ca54109b",
+    "train-labels-idx1-ubyte.gz":
+        "c51906e7929bbf7c824fbd16019b56297269ca82cba449c5b5d59c0a02147fed",
+}
 
 # IDX type codes -> numpy big-endian dtypes (the IDX format is big-endian).
 _IDX_DTYPES = {
@@ -97,13 +107,27 @@ def _has_all(directory: Path) -> bool:
 
 
 def _download_mnist(target: Path) -> None:
+    """Fetch the missing files into ``target``, each checked against its SHA-256 before it is
+    renamed into place; no network or a wrong file is an error that says what to do."""
     target.mkdir(parents=True, exist_ok=True)
     for name in _MNIST_FILES.values():
         if (target / name).is_file():
             continue
-        with atomic_path(target / name) as tmp, open(tmp, "wb") as out, \
-                urllib.request.urlopen(_MNIST_MIRROR + name) as src:
-            out.write(src.read())
+        url = _MNIST_MIRROR + name
+        try:
+            with urllib.request.urlopen(url, timeout=60) as src:
+                data = src.read()
+        except OSError as exc:  # URLError, timeouts, refused connections
+            raise ConnectionError(
+                f"could not download MNIST ({url}): {getattr(exc, 'reason', exc)}. Put the "
+                "four *-idx?-ubyte.gz files in a folder and pass load_mnist(path=...), or set "
+                "UNIMAP_MNIST_DIR to it") from None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != _MNIST_SHA256[name]:
+            raise ValueError(f"the download of {url} is not the MNIST file (SHA-256 {digest}, "
+                             f"expected {_MNIST_SHA256[name]}); nothing was written")
+        with atomic_path(target / name) as tmp, open(tmp, "wb") as out:
+            out.write(data)
 
 
 def load_mnist(

@@ -90,3 +90,41 @@ def test_mnist_found_beside_the_checkout_from_any_directory(tmp_path, monkeypatc
     monkeypatch.delenv("UNIMAP_MNIST_DIR", raising=False)
     X, y = load_mnist(subset="test", n_samples=5, download=False)
     assert X.shape == (5, 784) and y.shape == (5,)
+
+
+def test_mnist_download_offline_says_what_to_do(tmp_path, monkeypatch):
+    import urllib.error
+    import urllib.request
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("Temporary failure in name resolution")
+
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(ConnectionError, match="UNIMAP_MNIST_DIR") as info:
+        load_mnist(tmp_path / "cache")
+    assert "name resolution" in str(info.value)
+    assert not list((tmp_path / "cache").glob("*.gz"))
+
+
+def test_mnist_download_with_a_wrong_checksum_writes_nothing(tmp_path, monkeypatch):
+    import io
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen",
+                        lambda *args, **kwargs: io.BytesIO(b"not the MNIST file"))
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_mnist(tmp_path / "cache")
+    assert not any((tmp_path / "cache").iterdir())
+
+
+def test_the_checksums_are_those_of_the_reference_files():
+    import hashlib
+
+    from unimap.datasets import _MNIST_SHA256, _candidate_dirs
+
+    folder = next((d for d in _candidate_dirs() if (d / "t10k-labels-idx1-ubyte.gz").is_file()),
+                  None)
+    if folder is None:
+        pytest.skip("no MNIST folder on this machine")
+    for name, digest in _MNIST_SHA256.items():
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest
