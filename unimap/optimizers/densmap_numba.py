@@ -25,10 +25,11 @@ from unimap.optimizers.umap_sgd_numba import (
     SERIAL_CLASS_SIZE,
     _clip,
     _negatives_nd,
+    advance_schedule,
 )
 from unimap.runtime.distance_numba import sq_dist
 from unimap.runtime.dynamic_numba import claim
-from unimap.runtime.rng_numba import hash_combine, mix64
+from unimap.runtime.rng_numba import mix64
 
 __all__ = ["DensityTerm", "density_stats", "sgd_epoch_edges_densmap"]
 
@@ -119,10 +120,8 @@ def _density_attraction(e, emb, heads, tails, epochs_per_sample, next_sample,
         g = (_clip(coeff * diff) + _clip(density_coeff * diff)) * alpha
         current[d] += g
         other[d] -= g
-    next_sample[e] += epochs_per_sample[e]
-    n_neg = np.int64((epoch - next_negative[e]) / epochs_per_negative[e])
-    next_negative[e] += n_neg * epochs_per_negative[e]
-    return np.int64(j), n_neg, hash_combine(hash_combine(seed_hash, e), epoch)
+    return advance_schedule(e, j, epochs_per_sample, next_sample, epochs_per_negative,
+                            next_negative, seed_hash, epoch)
 
 
 @numba.njit(inline="always", cache=True)

@@ -175,10 +175,19 @@ def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_p
         g = _clip_rare(coeff * (current[d] - other[d])) * alpha
         current[d] += g
         other[d] -= g
+    return advance_schedule(e, i, epochs_per_sample, next_sample, epochs_per_negative,
+                            next_negative, seed_hash, epoch)
+
+
+@numba.njit(inline="always", cache=True)
+def advance_schedule(e, head, epochs_per_sample, next_sample, epochs_per_negative,
+                     next_negative, seed_hash, epoch):
+    """After edge ``e`` was sampled: its next epoch, the negative samples its ``head`` takes
+    now and their stream, ``(head, n_neg, key)`` (shared by densMAP's attraction)."""
     next_sample[e] += epochs_per_sample[e]
     n_neg = np.int64((epoch - next_negative[e]) / epochs_per_negative[e])
     next_negative[e] += n_neg * epochs_per_negative[e]
-    return np.int64(i), n_neg, hash_combine(hash_combine(seed_hash, e), epoch)
+    return np.int64(head), n_neg, hash_combine(hash_combine(seed_hash, e), epoch)
 
 
 @numba.njit(inline="always", cache=True)
