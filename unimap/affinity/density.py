@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.affinity.edge_keys import edge_keys, values_at
+
 __all__ = ["log_radii", "standardized"]
 
 LOG_EPSILON = 1e-8
@@ -25,9 +27,9 @@ def log_radii(graph: sp.csr_matrix, knn_indices: np.ndarray,
     rows = np.repeat(np.arange(n), knn_indices.shape[1])
     dists = sp.csr_matrix((knn_dists.ravel().astype(np.float64),
                            (rows, knn_indices.ravel())), shape=(n, n))
-    dists = dists.maximum(dists.T).tocsr()
+    own, values = edge_keys(dists.maximum(dists.T))
     coo = graph.tocoo()
-    d = _values_at(dists, coo.row, coo.col)
+    d = values_at(coo.row.astype(np.int64) * n + coo.col, own, values, 0.0)
     mu = coo.data.astype(np.float64)
     weighted = np.bincount(coo.row, mu * d * d, n) + np.bincount(coo.col, mu * d * d, n)
     totals = np.bincount(coo.row, mu, n) + np.bincount(coo.col, mu, n)
@@ -41,18 +43,3 @@ def standardized(values: np.ndarray) -> np.ndarray:
     std = float(np.std(values))
     centred = values - np.mean(values)
     return (centred / std if std > 0 else np.zeros_like(centred)).astype(np.float32)
-
-
-def _values_at(matrix: sp.csr_matrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``matrix[rows[e], cols[e]]`` for each e (0 where not stored), by sorted keys."""
-    n = matrix.shape[1]
-    matrix.sort_indices()
-    own = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr)).astype(np.int64)
-    own = own * n + matrix.indices
-    keys = rows.astype(np.int64) * n + cols
-    out = np.zeros(keys.size)
-    if own.size:
-        at = np.minimum(np.searchsorted(own, keys), own.size - 1)
-        hit = own[at] == keys
-        out[hit] = matrix.data[at[hit]]
-    return out

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.affinity.edge_keys import edge_keys, values_at
+
 __all__ = ["TARGET_METRICS", "encode_labels", "categorical_intersection",
            "weighted_intersection", "reset_local_connectivity", "far_distance"]
 
@@ -95,13 +97,13 @@ def weighted_intersection(left: sp.csr_matrix, right: sp.csr_matrix,
     """umap-learn's ``general_simplicial_set_intersection`` of two graphs on the same points
     (see the module docstring), then :func:`reset_local_connectivity`."""
     n = left.shape[0]
-    lkeys, lvals = _keyed(left, n)
-    rkeys, rvals = _keyed(right, n)
+    lkeys, lvals = edge_keys(left)
+    rkeys, rvals = edge_keys(right)
     keys = np.union1d(lkeys, rkeys)
     left_min = max(float(lvals.min()) / 2.0, 1.0e-8) if lvals.size else 1.0e-8
     right_min = max(float(rvals.min()) / 2.0, 1.0e-8) if rvals.size else 1.0e-8
-    lv = _values_at(keys, lkeys, lvals, left_min)
-    rv = _values_at(keys, rkeys, rvals, right_min)
+    lv = values_at(keys, lkeys, lvals, left_min)
+    rv = values_at(keys, rkeys, rvals, right_min)
     if weight < 0.5:
         mixed = lv * rv ** (weight / (1.0 - weight))
     else:
@@ -110,24 +112,6 @@ def weighted_intersection(left: sp.csr_matrix, right: sp.csr_matrix,
     rows, cols = np.divmod(keys, n)
     combined = sp.csr_matrix((mixed, (rows, cols)), shape=left.shape)
     return reset_local_connectivity(combined, left.dtype)
-
-
-def _keyed(graph: sp.csr_matrix, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Edge keys ``row·n + col`` in increasing order and their weights (float64)."""
-    coo = graph.tocoo()
-    keys = coo.row.astype(np.int64) * n + coo.col
-    order = np.argsort(keys, kind="stable")
-    return keys[order], coo.data[order].astype(np.float64)
-
-
-def _values_at(keys: np.ndarray, own: np.ndarray, values: np.ndarray,
-               missing: float) -> np.ndarray:
-    at = np.searchsorted(own, keys)
-    found = at < own.size
-    found[found] = own[at[found]] == keys[found]
-    out = np.full(keys.size, missing, dtype=np.float64)
-    out[found] = values[at[found]]
-    return out
 
 
 def reset_local_connectivity(graph: sp.csr_matrix, dtype: Any = np.float32) -> sp.csr_matrix:

@@ -1,0 +1,31 @@
+"""Edges of sparse graphs as sorted integer keys ``row · n + col``, to read one graph's
+weights at another graph's edges without densifying either (the supervised intersections
+and densMAP's radii)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["edge_keys", "values_at"]
+
+
+def edge_keys(graph: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    """The stored edges' keys ``row · n_cols + col`` in increasing order and their weights
+    (float64)."""
+    coo = sp.coo_matrix(graph)
+    keys = coo.row.astype(np.int64) * graph.shape[1] + coo.col
+    order = np.argsort(keys, kind="stable")
+    return keys[order], coo.data[order].astype(np.float64)
+
+
+def values_at(keys: np.ndarray, own: np.ndarray, values: np.ndarray,
+              missing: float) -> np.ndarray:
+    """The weight of each of ``keys`` in a graph given by :func:`edge_keys` (``own``,
+    ``values``), ``missing`` where it has no such edge."""
+    out = np.full(keys.size, missing, dtype=np.float64)
+    if own.size:
+        at = np.minimum(np.searchsorted(own, keys), own.size - 1)
+        hit = own[at] == keys
+        out[hit] = values[at[hit]]
+    return out
