@@ -16,11 +16,9 @@ from unimap.runtime.threads import numba_threads, resolve_n_jobs
 
 __all__ = ["UMAPFamily", "UPDATE_EPOCH_SHARE"]
 
-# update re-optimizes for this share of a fit's epochs (UMAP, GDR's unnormalized mode):
-# MNIST-6000 grown from 2,400 to 4,800 training points, 10-NN accuracy 0.9190 with a quarter
-# of UMAP's epochs against 0.9192 with all (0.9123 with a tenth), in 0.65 s against 1.82 s;
-# digits 500 + 500: UMAP 0.986, GDR 0.982 (refits 0.989, 0.986). GDR's normalized mode
-# needs all of its iterations (a quarter: 0.973 against its refit's 0.988).
+# update re-optimizes for this share of a fit's epochs (UMAP, GDR's unnormalized mode): a
+# quarter keeps a refit's accuracy in a third of its time; GDR's normalized mode needs all of
+# its iterations (measured: benchmarks/results/dropin.md, "Two defaults").
 UPDATE_EPOCH_SHARE = 0.25
 
 
