@@ -426,3 +426,27 @@ def test_plots_of_stability_and_runtime(plt, planar):
     fig = plot_runtime_profile(profile)
     assert isinstance(fig, plt.Figure) and len(fig.axes) == 2
     plt.close(fig)
+
+
+# -- repr ------------------------------------------------------------------------------------------
+def test_reprs_are_short_summaries_and_the_data_stay_attributes(gaussian, planar):
+    X, embedding = gaussian
+    analysis = embedding_analysis(X, embedding, random_state=0)
+    text = repr(analysis)
+    pairs = analysis.relative_error.pairs
+    assert pairs.shape[0] == 120 * 119 // 2  # the default dataclass repr printed every array
+    assert len(text) < 1000 and text.count("\n") <= 8
+    assert f"pairs ({pairs.shape[0]}, 2)" in text  # arrays by shape
+    assert f"mean_error={analysis.relative_error.mean_error:.4g}" in text  # numbers by value
+    inner = repr(analysis.relative_error)
+    assert len(inner) < 400 and "signed_error" in inner and "[" not in inner
+
+    Xp, _, _ = planar
+    stability = subsample_stability(Xp, PCA(2), 0.5, 3, random_state=0)
+    text = repr(stability)
+    assert len(text) < 400 and text.startswith("SubsampleStability(scale=")
+    assert "aligned (3, 75, 2)" in text and "per_point (150,)" in text
+    assert stability.aligned.shape == (3, 75, 2)  # the full data, by attribute
+
+    profile = runtime_profile(dims=[5, 50], n_samples=10, estimator=_TimedEstimator())
+    assert "seconds {" in repr(profile) and len(repr(profile)) < 500

@@ -18,8 +18,9 @@ Runtime
 
 Every analysis works on a random sample of points (``n_samples``, ``random_state``), never an
 ``n × n`` matrix of all points, and returns a frozen dataclass of numpy arrays with documented
-fields; each has a ``plot_*`` function (and a ``.plot()`` method) that draws it with matplotlib
-(``pip install 'unimap[plot]'``, imported only when plotting) and returns the figure.
+fields (its repr is a few lines: numbers by value, arrays by shape); each has a ``plot_*``
+function (and a ``.plot()`` method) that draws it with matplotlib (``pip install
+'unimap[plot]'``, imported only when plotting) and returns the figure.
 
 The code lives in private modules: ``_distances`` (the four pairwise analyses) and
 ``_distance_results`` (their results and plots), ``_overlap`` (neighbour overlap), ``_report``

@@ -1,8 +1,9 @@
-"""Shared pieces of :mod:`unimap.analysis`: input checks, the point sample, distances, bins
-and the matplotlib import."""
+"""Shared pieces of :mod:`unimap.analysis`: input checks, the point sample, distances, bins,
+the short repr of the results and the matplotlib import."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from unimap.metrics._common import _prepare_rows
 from unimap.runtime.validation import check_int
 
 __all__ = ["check_pair", "sample_points", "sample_pair_distances", "rows_per_block",
-           "RowOrder", "binned_mean", "pyplot", "new_axes", "point_size"]
+           "RowOrder", "binned_mean", "ShortRepr", "pyplot", "new_axes", "point_size"]
 
 _PDIST_METRICS = {"euclidean": "euclidean", "manhattan": "cityblock"}
 
@@ -120,6 +121,75 @@ def binned_mean(values: np.ndarray, n_bins: Any) -> tuple[np.ndarray, np.ndarray
     positions = np.add.reduceat(np.arange(size, dtype=np.float64), starts) / counts
     means = np.add.reduceat(np.asarray(values, dtype=np.float64), starts) / counts
     return positions, means
+
+
+class ShortRepr:
+    """A few lines for the repr of a result dataclass (declared with ``repr=False``).
+
+    A result holds arrays of every sampled pair (millions of numbers): the default dataclass
+    repr prints them all, tens of kilobytes in a notebook. This one shows the numbers by
+    value, the arrays by shape and nested results by their numbers; the data stay in the
+    attributes.
+    """
+
+    def __repr__(self) -> str:
+        scalars, arrays, nested = self._summary_parts()
+        head = f"{type(self).__name__}({', '.join(scalars)})"
+        lines = [head] + [f"  {name}: {text}" for name, text in nested]
+        if arrays:
+            lines += _wrap_items("  arrays: ", arrays)
+        elif nested:
+            lines.append(f"  (arrays by attribute, e.g. .{nested[0][0]}."
+                         f"{fields(getattr(self, nested[0][0]))[0].name})")
+        return "\n".join(lines)
+
+    def _summary_parts(self) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+        """``(name=value texts, name shape texts, (name, one-line summary) of nested results)``."""
+        scalars: list[str] = []
+        arrays: list[str] = []
+        nested: list[tuple[str, str]] = []
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, ShortRepr):
+                inner, inner_arrays, _ = value._summary_parts()
+                parts = [", ".join(inner)] if inner else []
+                parts += inner_arrays[:1]  # its sample's size
+                nested.append((field.name, f"{type(value).__name__}({'; '.join(parts)})"))
+            elif isinstance(value, np.ndarray):
+                arrays.append(f"{field.name} {_shape_text(value.shape)}")
+            elif isinstance(value, dict):
+                shapes = {_shape_text(np.shape(v)) for v in value.values()}
+                shape = shapes.pop() if len(shapes) == 1 else "various shapes"
+                arrays.append(f"{field.name} {{{', '.join(map(str, value))}}} of {shape}")
+            else:
+                scalars.append(f"{field.name}={_value_text(value)}")
+        return scalars, arrays, nested
+
+
+def _wrap_items(first: str, items: list[str], width: int = 88) -> list[str]:
+    """``items`` joined by commas after ``first``, in lines of at most ``width`` characters
+    (an item is never split)."""
+    lines, line = [], first
+    for i, item in enumerate(items):
+        text = item + ("," if i < len(items) - 1 else "")
+        if len(line) + len(text) > width and line.strip():
+            lines.append(line.rstrip())
+            line = "    "
+        line += text + " "
+    return lines + [line.rstrip()]
+
+
+def _shape_text(shape: tuple) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4g}"
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def pyplot():

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap.analysis._common import new_axes, point_size
+from unimap.analysis._common import ShortRepr, new_axes, point_size
 
 __all__ = [
     "SortIndexChange", "DistanceComparison", "SortedDistances", "RelativeError",
@@ -22,8 +22,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)
-class SortIndexChange:
+@dataclass(frozen=True, eq=False, repr=False)
+class SortIndexChange(ShortRepr):
     """Change in sort index: how far each pair moves in the distance order.
 
     Attributes
@@ -60,8 +60,8 @@ class SortIndexChange:
         return plot_sort_index_change(self, ax)
 
 
-@dataclass(frozen=True, eq=False)
-class DistanceComparison:
+@dataclass(frozen=True, eq=False, repr=False)
+class DistanceComparison(ShortRepr):
     """High-dimensional distance vs low-dimensional distance of every sampled pair.
 
     Attributes
@@ -93,8 +93,8 @@ class DistanceComparison:
         return plot_distance_comparison(self, ax)
 
 
-@dataclass(frozen=True, eq=False)
-class SortedDistances:
+@dataclass(frozen=True, eq=False, repr=False)
+class SortedDistances(ShortRepr):
     """Embedding distances of the sampled pairs, in order of increasing input-space distance
     (the y-values of :class:`DistanceComparison` against their sort index).
 
@@ -117,8 +117,8 @@ class SortedDistances:
         return plot_sorted_distances(self, ax)
 
 
-@dataclass(frozen=True, eq=False)
-class RelativeError:
+@dataclass(frozen=True, eq=False, repr=False)
+class RelativeError(ShortRepr):
     """Relative error of the normalised distances, ``|d_h - d_l| / d_h``.
 
     Both sets of distances are divided by their largest value (so they lie in [0, 1]: their

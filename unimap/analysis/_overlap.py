@@ -11,6 +11,7 @@ import numpy as np
 
 from unimap.analysis._common import (
     RowOrder,
+    ShortRepr,
     check_pair,
     new_axes,
     rows_per_block,
@@ -22,8 +23,8 @@ from unimap.runtime.validation import check_int
 __all__ = ["NeighborOverlap", "neighbor_overlap", "plot_neighbor_overlap"]
 
 
-@dataclass(frozen=True, eq=False)
-class NeighborOverlap:
+@dataclass(frozen=True, eq=False, repr=False)
+class NeighborOverlap(ShortRepr):
     """Overlap of the ``[k, k + width)`` neighbourhoods in the input space and the embedding.
 
     Attributes

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap.analysis._common import pyplot
+from unimap.analysis._common import ShortRepr, pyplot
 from unimap.analysis._distance_results import (
     DistanceComparison,
     RelativeError,
@@ -33,8 +33,8 @@ from unimap.metrics._common import _rng
 __all__ = ["EmbeddingAnalysis", "embedding_analysis", "plot_embedding_analysis"]
 
 
-@dataclass(frozen=True, eq=False)
-class EmbeddingAnalysis:
+@dataclass(frozen=True, eq=False, repr=False)
+class EmbeddingAnalysis(ShortRepr):
     """The five analyses of one embedding (the four pairwise ones share one sample of pairs).
 
     Attributes

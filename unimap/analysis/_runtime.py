@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap.analysis._common import pyplot
+from unimap.analysis._common import ShortRepr, pyplot
 from unimap.analysis._stability import clone_estimator
 from unimap.metrics._common import _rng
 from unimap.runtime.validation import check_int
@@ -20,8 +20,8 @@ __all__ = ["RuntimeProfile", "runtime_profile", "plot_runtime_profile"]
 _KNN_PHASE = "neighbors"
 
 
-@dataclass(frozen=True, eq=False)
-class RuntimeProfile:
+@dataclass(frozen=True, eq=False, repr=False)
+class RuntimeProfile(ShortRepr):
     """Seconds and shares of the phases of a fit, by input dimension.
 
     Attributes

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap.analysis._common import pyplot
+from unimap.analysis._common import ShortRepr, pyplot
 from unimap.metrics._common import _rng
 from unimap.runtime.validation import check_array, check_float, check_int
 
@@ -20,8 +20,8 @@ __all__ = ["SubsampleStability", "subsample_stability", "plot_subsample_stabilit
            "clone_estimator", "procrustes_align"]
 
 
-@dataclass(frozen=True, eq=False)
-class SubsampleStability:
+@dataclass(frozen=True, eq=False, repr=False)
+class SubsampleStability(ShortRepr):
     """Displacements of sub-sample embeddings from the embedding of all points.
 
     Displacements are euclidean distances in the reference embedding, divided by ``scale``
