@@ -125,21 +125,6 @@ def test_save_model_then_transform_new_points(tmp_path, blobs):
     np.testing.assert_allclose(placed, expected, rtol=1e-5, atol=1e-4)  # %.6g in the CSV
 
 
-def test_failed_embed_writes_no_model(tmp_path, blobs, monkeypatch):
-    import unimap.plotting.static
-
-    np.save(tmp_path / "x.npy", blobs[0])
-
-    def broken(*args, **kwargs):
-        raise ValueError("plot failed")
-
-    monkeypatch.setattr(unimap.plotting.static, "save_scatter", broken)
-    code = main(["embed", str(tmp_path / "x.npy"), "-o", str(tmp_path / "x.png"),
-                 "--n-epochs", "5", "--save-model", str(tmp_path / "m.unimap")])
-    assert code == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
-
-
 def test_transform_errors_are_clean(tmp_path, capsys):
     assert main(["transform", str(tmp_path / "none.unimap"), "digits"]) == 1
     assert "no model file" in capsys.readouterr().err

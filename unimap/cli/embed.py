@@ -1,6 +1,7 @@
-"""``unimap embed``: fit one method on a table or built-in dataset, write the embedding, a
-scatter plot and optionally the model. Also which options each method takes and how the
-command line becomes an estimator, which ``unimap compare`` reuses.
+"""``unimap embed``: fit one method on a table or built-in dataset, write the embedding (and
+optionally the model), then its picture (a static figure or the interactive map). Also which
+options each method takes and how the command line becomes an estimator, which ``unimap
+compare`` reuses.
 """
 
 from __future__ import annotations
@@ -22,8 +23,17 @@ from unimap.cli.common import (
     _same_file,
     strict_json,
 )
+from unimap.cli.picture import (
+    DrawingError,
+    check_can_draw,
+    check_dims,
+    draw,
+    parse_dims,
+    picture_path,
+    two_columns,
+)
 from unimap.io.atomic import atomic_path
-from unimap.io.write import check_output_path, write_embedding
+from unimap.io.write import WRITE_FORMATS, check_output_path, write_embedding
 
 # Which options each method takes; giving another is an error, not silently ignored.
 _SUPERVISED = {"target_weight"}
@@ -95,27 +105,73 @@ def _check_supervision(args, labels) -> None:
         raise UsageError("--supervised needs labels: --labels FILE or --label-column NAME")
 
 
-def _embed(args) -> int:
-    out_png = Path(args.output)
-    if out_png.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise UsageError(f"--output must end in .png, .pdf or .svg, got {out_png.name!r}")
-    if args.write_back and Path(args.input).suffix.lower() != ".h5ad":
-        raise UsageError(f"--write-back needs an .h5ad input, got {args.input!r}")
-    _file_path(args.output, "--output")
-    default_emb = out_png.with_suffix(".npy")
-    if not args.embedding and Path(args.input).is_file() and _same_file(default_emb,
-                                                                         args.input):
+def _picture_of(args, key: str) -> Path | None:
+    """Where ``embed`` draws its picture: ``-o``; else, when no other output is asked for,
+    ``<input>_<method>.png`` in the current folder; never with ``--no-plot``."""
+    if args.no_plot:
+        if args.output is not None:
+            raise UsageError("--no-plot asks for no picture but -o/--output names one; give "
+                             "one of them")
+        return None
+    if args.output is not None:
+        hint = ("; the embedding itself is written with --embedding FILE"
+                if Path(args.output).suffix.lower() in WRITE_FORMATS else "")
+        return picture_path(args.output, "--output", hint)
+    if args.embedding or args.write_back or args.save_model:
+        return None  # an embedding-only run: a picture only when -o asks for one
+    return Path(f"{Path(args.input).stem}_{key}.png")
+
+
+def _embedding_of(args, picture: Path | None, key: str) -> Path | None:
+    """Where ``embed`` writes the embedding: ``--embedding``; else beside the picture with
+    ``.npy``, or ``<input>_<method>.npy`` in the current folder; none with ``--write-back``
+    alone. A default name that is the input's gets the method too."""
+    if args.embedding:
+        return _output_path(args.embedding, "--embedding")
+    if args.write_back:
+        return None
+    default = (picture.with_suffix(".npy") if picture is not None
+               else Path(f"{Path(args.input).stem}_{key}.npy"))
+    if Path(args.input).is_file() and _same_file(default, args.input):
         # `embed x.npy -o x.png`: the embedding beside the picture, but never over the input
-        default_emb = out_png.with_name(f"{out_png.stem}.{args.method}.npy")
-    out_emb = None if args.write_back and not args.embedding else _output_path(
-        args.embedding or str(default_emb), "--embedding")
+        default = default.with_name(f"{default.stem}.{args.method}.npy")
+    return _output_path(str(default), "--embedding")
+
+
+def _check_outputs(args, picture: Path | None, out_emb: Path | None) -> None:
+    """Every output checked before the data are read: paths, formats, libraries, the
+    picture's columns, and no output over an input or over another output."""
     if args.save_model:
         _file_path(args.save_model, "--save-model")
-    _refuse_overwriting_inputs({"--output": out_png, "--embedding": out_emb,
-                                "--save-model": args.save_model},
-                               [args.input, getattr(args, "labels", None)])
+    outputs = {"--output": picture, "--embedding": out_emb, "--save-model": args.save_model}
+    _refuse_overwriting_inputs(outputs, [args.input, getattr(args, "labels", None)])
+    given = [(option, path) for option, path in outputs.items() if path is not None]
+    for i, (option, path) in enumerate(given):
+        for other, other_path in given[:i]:
+            if _same_file(path, other_path):
+                raise UsageError(f"{other} and {option} name the same file {str(path)!r}")
     if args.write_back:
         check_output_path(args.input)  # anndata is there (it read the input too)
+    dims = parse_dims(args.dims)
+    if picture is None:
+        if dims is not None:
+            raise UsageError("--dims chooses the columns of the picture; there is none "
+                             "without -o (or with --no-plot)")
+        return
+    check_dims(args.n_components, dims, f"--n-components {args.n_components}")
+    check_can_draw(picture, "or add --no-plot to write only the embedding (an .html map "
+                   "needs no extra)")
+
+
+def _embed(args) -> int:
+    if args.write_back and Path(args.input).suffix.lower() != ".h5ad":
+        raise UsageError(f"--write-back needs an .h5ad input, got {args.input!r}")
+    key = args.method.replace("-", "_")
+    picture = _picture_of(args, key)
+    if picture is not None:
+        _file_path(str(picture), "--output")
+    out_emb = _embedding_of(args, picture, key)
+    _check_outputs(args, picture, out_emb)
     X, labels, name = _load_input(args)
     _check_supervision(args, labels)
     start = time.perf_counter()
@@ -123,31 +179,48 @@ def _embed(args) -> int:
     embedding = estimator.fit_transform(X, labels if args.supervised else None)
     elapsed = time.perf_counter() - start
     from unimap.io.anndata_input import fit_record
-    from unimap.plotting.static import save_scatter
 
-    key = args.method.replace("-", "_")
     record = fit_record(estimator, args.method, **(
         {"use_rep": args.use_rep} if args.use_rep else {}))
-    title = f"{args.method.upper()} of {name} ({X.shape[0]:,} × {X.shape[1]})"
     files = []
     with contextlib.ExitStack() as stack:
-        # The model is renamed into place only once the plot and the embedding are written.
+        # The model is renamed into place only once the embedding is written.
         if args.save_model:
             estimator.save(stack.enter_context(atomic_path(args.save_model)))
-        save_scatter(out_png, embedding, labels, title=title)
         if out_emb is not None:
             files.append(str(write_embedding(out_emb, embedding, name=key, params=record)))
-        files.append(str(out_png))
         if args.write_back:
             write_embedding(args.input, embedding, name=key, params=record)
             files.append(f"{args.input} (obsm['X_{key}'], uns['{key}'])")
     files += [args.save_model] if args.save_model else []
+    if picture is not None:
+        # drawn last, so that a failed picture loses nothing the fit made
+        _draw_embedding(args, picture, embedding, labels, name, X.shape, out_emb, files)
+        files.append(str(picture))
     if args.json:
         print(json.dumps(strict_json(_summary(estimator, X, elapsed, files)), indent=2,
                          default=str, allow_nan=False))
     elif not args.quiet:
         print(f"embedded {X.shape[0]} points in {elapsed:.2f}s; wrote {' and '.join(files)}")
     return 0
+
+
+def _draw_embedding(args, picture: Path, embedding: np.ndarray, labels, name: str,
+                    shape: tuple[int, int], out_emb: Path | None, files: list[str]) -> None:
+    title = f"{args.method.upper()} of {name} ({shape[0]:,} × {shape[1]})"
+    column = args.label_column or "label"
+    columns = {column: labels} if labels is not None else None
+    try:
+        draw(picture, two_columns(embedding, parse_dims(args.dims)), title, columns=columns,
+             color_by=column if columns else None)
+    except Exception as exc:  # whatever the drawing library raises: say what was kept
+        source = (str(out_emb) if out_emb is not None
+                  else f"{args.input} --basis X_{args.method.replace('-', '_')}")
+        dims = f" --dims {args.dims}" if args.dims else ""
+        raise DrawingError(
+            f"drawing {picture} failed ({type(exc).__name__}: {exc}); the embedding is "
+            f"saved ({', '.join(files)}): draw it again with `unimap plot {source}{dims} "
+            f"-o {picture}`") from exc
 
 
 def _summary(estimator, X, seconds: float, files: list[str]) -> dict:

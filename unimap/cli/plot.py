@@ -13,46 +13,116 @@ from pathlib import Path
 
 import numpy as np
 
-from unimap.cli.common import UsageError, _load_input, _read_embedding
+from unimap.cli.common import (
+    UsageError,
+    _file_path,
+    _load_input,
+    _read_embedding,
+    _refuse_overwriting_inputs,
+)
 from unimap.cli.embed import _METHOD_OPTIONS, _make_estimator
+from unimap.cli.picture import (
+    check_can_draw,
+    check_dims,
+    draw,
+    parse_dims,
+    picture_path,
+    two_columns,
+)
 from unimap.io.atomic import atomic_path
 from unimap.io.read import column_names, read_columns, read_labels
 
 # ---- unimap plot ----
 
-_PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".html")
+# obsm keys of 2-D layouts (scanpy's and unimap's names, after "X_"): the default of --basis
+_LAYOUT_PREFIXES = ("umap", "tsne", "gdr", "draw_graph", "densmap", "phate", "mde", "trimap",
+                    "pacmap", "spring")
 
 
 def _split_names(text: str | None) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()] if text else []
 
 
+def _stored_embedding(path: str, basis: str | None) -> tuple[np.ndarray, str]:
+    """The embedding an ``.h5ad`` stores in ``obsm``: ``basis`` (``X_umap``, or scanpy's
+    ``umap``), or else the one layout among its keys. The error lists the keys: a ValueError
+    when ``basis`` is not one, a UsageError when there are no or several layouts to choose
+    from."""
+    from unimap.io.anndata_input import representation
+
+    try:
+        import anndata
+    except ImportError:
+        raise ImportError(f'reading {path} needs anndata: pip install "unimap[anndata]"'
+                          ) from None
+    try:
+        adata = anndata.read_h5ad(path, backed="r")  # obsm in memory, X left on disk
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read {path} as .h5ad: {exc}") from None
+    try:
+        shapes = {str(key): getattr(adata.obsm[key], "shape", ()) for key in adata.obsm}
+        listed = ", ".join(f"{key} ({' × '.join(map(str, shape))})"
+                           for key, shape in shapes.items()) or "none"
+        if basis is not None:
+            key = basis if basis in shapes or f"X_{basis}" not in shapes else f"X_{basis}"
+            if key not in shapes:
+                raise ValueError(f"{path} has no obsm[{basis!r}]; its obsm: {listed}")
+        else:
+            layouts = [key for key, shape in shapes.items() if len(shape) == 2
+                       and shape[1] >= 2 and key.lower().removeprefix("x_").startswith(
+                           _LAYOUT_PREFIXES)]
+            if len(layouts) != 1:
+                found = "no embedding" if not layouts else "several embeddings"
+                raise UsageError(f"{path} has {found} to draw by default; choose one with "
+                                 f"--basis KEY; its obsm: {listed}")
+            key = layouts[0]
+        X, _, _ = representation(adata, key)
+        return np.asarray(X.toarray() if hasattr(X, "toarray") else X), key
+    finally:
+        if getattr(adata, "file", None) is not None:
+            adata.file.close()
+
+
 def _plot(args) -> int:
-    out = Path(args.output)
+    out = picture_path(args.output)
     suffix = out.suffix.lower()
-    if suffix not in _PLOT_SUFFIXES:
-        raise UsageError(f"--output must end in {', '.join(_PLOT_SUFFIXES)}, got {out.name!r}")
     hover = _split_names(args.hover)
+    is_h5ad = Path(args.embedding).suffix.lower() == ".h5ad"
+    if args.basis and not is_h5ad:
+        raise UsageError("--basis names an obsm key of an .h5ad embedding file")
+    # an .h5ad holds its own metadata: its obs columns, unless --data names another table
+    data = args.data or (args.embedding if is_h5ad else None)
     if suffix != ".html" and (hover or args.id_column):
         raise UsageError("--hover and --id-column apply to .html output")
-    if (hover or args.id_column) and not args.data:
+    if (hover or args.id_column) and not data:
         raise UsageError("--hover and --id-column name columns of --data TABLE")
-    if args.color_by and not (args.data or args.labels):
+    if args.color_by and not (data or args.labels):
         raise UsageError("--color-by names a column of --data TABLE (or 'label' with --labels)")
-    embedding = _read_embedding(args.embedding, None)
-    if embedding.ndim != 2 or embedding.shape[1] < 2:
-        raise ValueError(f"{args.embedding}: an embedding needs at least 2 columns, got shape "
-                         f"{embedding.shape}")
+    dims = parse_dims(args.dims)
+    _file_path(args.output, "--output")
+    _refuse_overwriting_inputs({"--output": out}, [args.embedding, args.labels, args.data])
+    check_can_draw(out, "or write the interactive map instead: -o map.html (no extra)")
+    if not Path(args.embedding).is_file():
+        raise FileNotFoundError(f"no embedding file {args.embedding!r}")
+    if is_h5ad:
+        embedding, basis = _stored_embedding(args.embedding, args.basis)
+        source = f"{args.embedding} obsm[{basis!r}]"
+    else:
+        embedding, source = _read_embedding(args.embedding, None), args.embedding
+    if embedding.ndim != 2:
+        raise ValueError(f"{source}: an embedding is a table, got shape {embedding.shape}")
+    check_dims(embedding.shape[1], dims, source)
+    embedding = two_columns(embedding, dims)
     n = embedding.shape[0]
     columns: dict[str, np.ndarray] = {}
     if args.labels:
         columns["label"] = read_labels(args.labels, n)
-    if args.data:
+    if data:
         wanted = [name for name in dict.fromkeys([*hover, args.color_by, args.id_column])
                   if name and not (name == "label" and args.labels)]
         if suffix == ".html" and not hover:  # the table's columns, up to 12
-            wanted = list(dict.fromkeys([*wanted, *column_names(args.data)]))[:12]
-        columns.update(read_columns(args.data, wanted))
+            wanted = list(dict.fromkeys([*wanted, *column_names(data)]))[:12]
+        columns.update(read_columns(data, wanted))
     for name, values in columns.items():
         if len(values) != n:
             raise ValueError(f"column {name!r} has {len(values)} rows but the embedding has "
@@ -62,16 +132,8 @@ def _plot(args) -> int:
     if args.id_column and args.id_column not in (*hover, color_by):
         del columns[args.id_column]  # shown as the tooltip's id, not again as a column
     title = args.title or Path(args.embedding).stem
-    if suffix == ".html":
-        from unimap.plotting.html_map import save_html
-
-        save_html(out, embedding, columns=columns, ids=ids, color_by=color_by,
-                  hover=hover or None, title=title, id_name=args.id_column or "row")
-    else:
-        from unimap.plotting.static import save_scatter
-
-        save_scatter(out, embedding, columns[color_by] if color_by else None, title=title,
-                     colorbar_label=color_by)
+    draw(out, embedding, title, columns=columns, color_by=color_by, hover=hover or None,
+         ids=ids, id_name=args.id_column or "row")
     if not args.quiet:
         print(f"wrote {out} ({n:,} points" + (f", coloured by {color_by}" if color_by else "")
               + ")")
@@ -95,6 +157,9 @@ def _compare(args) -> int:
                          f"; got {args.methods!r}")
     if len(set(methods)) != len(methods):
         raise UsageError(f"--methods lists a method twice: {args.methods!r}")
+    _file_path(args.output, "--output")
+    _refuse_overwriting_inputs({"--output": out}, [args.input, args.labels])
+    check_can_draw(out, "then run the comparison again")
     X, labels, name = _load_input(args)
     k, seed = 15, args.random_state
     sample = min(args.sample_size, X.shape[0])
@@ -119,7 +184,7 @@ def _compare(args) -> int:
         rows.append(row)
         embeddings[f"{method.upper()}: {seconds:.1f} s, "
                    f"T={row[f'trustworthiness@{k}']:.3f}"] = embedding
-    from unimap.plotting.static import save_comparison
+    import unimap.plotting as plotting
 
     with contextlib.ExitStack() as stack:  # nothing is renamed into place unless all succeed
         if args.save_embeddings:
@@ -128,7 +193,7 @@ def _compare(args) -> int:
                 target = folder / f"{name}_{method}.npy"
                 with open(stack.enter_context(atomic_path(target)), "wb") as fh:
                     np.save(fh, embedding)
-        save_comparison(out, embeddings, labels)
+        plotting.save_comparison(out, embeddings, labels)
     if args.json:
         print(json.dumps({"data": name, "n_samples": int(X.shape[0]),
                           "n_features": int(X.shape[1]), "results": rows,
