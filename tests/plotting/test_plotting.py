@@ -51,19 +51,19 @@ def test_categorical_legend_names_every_category_in_natural_order(fig_ax):
     assert isinstance(ax.collections[0], PathCollection)
 
 
-def test_more_than_30_categories_fall_back_to_other(fig_ax):
-    emb, labels = _clusters(4000, 45)
+def test_beyond_the_palette_the_most_frequent_keep_a_colour(fig_ax):
+    emb, labels = _clusters(6000, 120)
     labels[:1000] = 0  # category 0 is the most frequent: it keeps a colour
-    names = np.array([f"cell {i}" for i in range(45)])[labels]
+    names = np.array([f"cell {i}" for i in range(120)])[labels]
     ax = scatter(emb, names, ax=fig_ax[1])
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert len(texts) == 30 and texts[-1] == "other (16 categories)"
+    assert len(texts) == 102 and texts[-1] == "other (19 categories)"
     assert "cell 0" in texts
     column = color_column(names)
-    assert column.n_colored == 29 and column.colors.count(OTHER_COLOR) == 16
-    # 45 distinct integers are a scale unless told otherwise
+    assert column.n_colored == 101 and column.colors.count(OTHER_COLOR) == 19
+    # 120 distinct integers are a scale unless told otherwise
     assert color_column(labels).kind == "continuous"
-    assert color_column(labels, categorical=True).n_colored == 29
+    assert color_column(labels, categorical=True).n_colored == 101
 
 
 def test_up_to_ten_categories_use_tab10():

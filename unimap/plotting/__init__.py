@@ -6,11 +6,13 @@ from unimap.plotting.static import (
     DENSITY_THRESHOLD,
     STATIC_FORMATS,
     html_map,
+    plot_trust,
     save_comparison,
     save_html,
     save_scatter,
     scatter,
 )
+from unimap.plotting.trust import neighborhood_preservation
 
-__all__ = ["scatter", "save_scatter", "save_comparison", "save_html", "html_map",
-           "DENSITY_THRESHOLD", "STATIC_FORMATS"]
+__all__ = ["scatter", "save_scatter", "save_comparison", "plot_trust", "save_html",
+           "html_map", "neighborhood_preservation", "DENSITY_THRESHOLD", "STATIC_FORMATS"]

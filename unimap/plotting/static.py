@@ -8,7 +8,8 @@ aggregated per pixel (a 2-D histogram; the colour of a pixel is the mean colour 
 its opacity grows with the log of their number) and drawn as one image, so the drawing cost
 follows the pixels rather than the points and a PDF or SVG stays small (measured:
 benchmarks/results/architecture_notes.md). Points layers are always rasterized in vector
-formats.
+formats. The drawing lives in :mod:`unimap.plotting._render`, legends and labels in
+:mod:`unimap.plotting._annotate`.
 """
 
 from __future__ import annotations
@@ -21,18 +22,21 @@ from typing import Any
 import numpy as np
 
 from unimap.io.atomic import atomic_path
-from unimap.plotting.colors import (
-    DEFAULT_COLOR,
-    MISSING_COLOR,
-    OTHER_COLOR,
-    ColorColumn,
-    color_column,
-    hex_to_rgb,
+from unimap.plotting import _render
+from unimap.plotting._annotate import (
+    LEGEND_LOCS,
+    add_category_legend,
+    add_colorbar,
+    add_labels_on_data,
+    set_axis_labels,
 )
+from unimap.plotting._render import as_xy, density_image, draw_density, draw_points
+from unimap.plotting.colors import DEFAULT_PERCENTILES, color_column, color_limits
 from unimap.plotting.html_map import html_map, save_html
+from unimap.plotting.trust import neighborhood_preservation
 
-__all__ = ["scatter", "save_scatter", "save_comparison", "save_html", "html_map",
-           "DENSITY_THRESHOLD", "STATIC_FORMATS"]
+__all__ = ["scatter", "save_scatter", "save_comparison", "plot_trust", "save_html", "html_map",
+           "density_image", "DENSITY_THRESHOLD", "STATIC_FORMATS"]
 
 DENSITY_THRESHOLD = 100_000
 STATIC_FORMATS = ("png", "svg", "pdf")
@@ -50,150 +54,6 @@ def _pyplot():
     return plt
 
 
-def _point_size(n: int) -> float:
-    # ~ 1 / sqrt(n) keeps the total ink roughly constant as n grows.
-    return float(np.clip(200.0 / np.sqrt(max(n, 1)), 0.1, 30.0))
-
-
-def _point_alpha(n: int) -> float:
-    # opaque up to 2,000 points, then fading so that overlaps show as darker areas.
-    return float(np.clip((2000.0 / max(n, 1)) ** 0.25, 0.3, 1.0))
-
-
-def _as_xy(embedding: Any) -> tuple[np.ndarray, np.ndarray]:
-    embedding = np.asarray(embedding)
-    if embedding.ndim != 2 or embedding.shape[1] < 2:
-        raise ValueError(f"embedding must have shape (n, >= 2), got {embedding.shape}")
-    if embedding.dtype.kind not in "iuf":
-        raise ValueError(f"embedding must be numeric, got dtype {embedding.dtype}")
-    xy = embedding[:, :2].astype(np.float64)
-    if not np.isfinite(xy).all():
-        raise ValueError("embedding contains NaN or infinite values")
-    return xy[:, 0], xy[:, 1]
-
-
-def _legend_entries(column: ColorColumn) -> list[tuple[str, str]]:
-    entries = [(name, color) for name, color in zip(column.categories, column.colors,
-                                                     strict=True) if color != OTHER_COLOR]
-    n_other = len(column.categories) - len(entries)
-    if n_other:
-        entries.append((f"other ({n_other} categories)", OTHER_COLOR))
-    return entries
-
-
-def _rgb_table(colors: list[str]) -> np.ndarray:
-    return np.array([hex_to_rgb(c) for c in colors], dtype=np.float64) / 255.0
-
-
-def _draw_points(ax, x, y, column: ColorColumn | None, size: float, alpha: float, cmap: str):
-    order = np.random.default_rng(0).permutation(len(x))  # no category always on top
-    x, y = x[order], y[order]
-    if column is None:
-        return ax.scatter(x, y, s=size, c=DEFAULT_COLOR, alpha=alpha, linewidths=0,
-                          rasterized=True)
-    if column.kind == "categorical":
-        rgb = _rgb_table(column.colors)[column.codes[order]]
-        return ax.scatter(x, y, s=size, c=rgb, alpha=alpha, linewidths=0, rasterized=True)
-    values = column.values[order]
-    missing = np.isnan(values)
-    if missing.any():
-        ax.scatter(x[missing], y[missing], s=size, c=MISSING_COLOR, alpha=alpha, linewidths=0,
-                   rasterized=True)
-    vmin, vmax = _value_range(values)
-    return ax.scatter(x[~missing], y[~missing], s=size, c=values[~missing], cmap=cmap,
-                      vmin=vmin, vmax=vmax, alpha=alpha, linewidths=0, rasterized=True)
-
-
-def _value_range(values: np.ndarray) -> tuple[float, float]:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return 0.0, 1.0
-    return float(finite.min()), float(finite.max())
-
-
-def _extent(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
-    """A square-pixel frame around the points with a 2% margin."""
-    bounds = []
-    for v in (x, y):
-        lo, hi = float(v.min()), float(v.max())
-        pad = 0.02 * (hi - lo) if hi > lo else 1.0
-        bounds += [lo - pad, hi + pad]
-    return tuple(bounds)
-
-
-def density_image(x: np.ndarray, y: np.ndarray, extent: tuple[float, float, float, float],
-                  shape: tuple[int, int], column: ColorColumn | None = None,
-                  cmap: Any = None, min_alpha: float = 0.35) -> np.ndarray:
-    """Aggregate points into an RGBA image (rows bottom to top, for ``origin="lower"``).
-
-    Each pixel's colour is the mean colour of its points (for a continuous column: the colour
-    of their mean value); its opacity is ``min_alpha`` for one point, rising with the log of the
-    count to 1 at the 99th percentile of the non-empty pixels' counts. Empty pixels are
-    transparent.
-
-    Parameters
-    ----------
-    x, y : ndarray of shape (n,)
-    extent : (xmin, xmax, ymin, ymax)
-    shape : (width, height) in pixels
-    column : ColorColumn, optional
-    cmap : matplotlib colormap, needed for a continuous column
-    min_alpha : float, default=0.35
-
-    Returns
-    -------
-    ndarray of float32, shape (height, width, 4)
-    """
-    width, height = shape
-    xmin, xmax, ymin, ymax = extent
-    ix = np.clip(((x - xmin) * (width / (xmax - xmin))).astype(np.int64), 0, width - 1)
-    iy = np.clip(((y - ymin) * (height / (ymax - ymin))).astype(np.int64), 0, height - 1)
-    pixel = iy * width + ix
-    size = width * height
-    counts = np.bincount(pixel, minlength=size).astype(np.float64)
-    filled = counts > 0
-    rgb = np.zeros((size, 3))
-    if column is None:
-        rgb[:] = np.array(hex_to_rgb(DEFAULT_COLOR)) / 255.0
-    elif column.kind == "categorical":
-        table = _rgb_table(column.colors)
-        per_point = table[column.codes]
-        for channel in range(3):
-            rgb[filled, channel] = (np.bincount(pixel, per_point[:, channel], size)[filled]
-                                    / counts[filled])
-    else:
-        values = column.values
-        valid = ~np.isnan(values)
-        n_valid = np.bincount(pixel[valid], minlength=size)
-        sums = np.bincount(pixel[valid], values[valid], size)
-        vmin, vmax = _value_range(values)
-        has = n_valid > 0
-        mean = np.zeros(size)
-        mean[has] = (sums[has] / n_valid[has] - vmin) / ((vmax - vmin) or 1.0)
-        rgb[:] = np.array(hex_to_rgb(MISSING_COLOR)) / 255.0
-        rgb[has] = np.asarray(cmap(mean[has]))[:, :3]
-    top = float(np.percentile(counts[filled], 99)) if filled.any() else 1.0
-    scale = np.log1p(max(top, 1.0))
-    alpha = np.zeros(size)
-    alpha[filled] = np.minimum(1.0, min_alpha + (1 - min_alpha) * np.log1p(counts[filled])
-                               / scale)
-    image = np.concatenate([rgb, alpha[:, None]], axis=1).astype(np.float32)
-    return image.reshape(height, width, 4)
-
-
-def _draw_density(ax, x, y, column: ColorColumn | None, cmap):
-    x0, x1, y0, y1 = _extent(x, y)
-    bbox = ax.get_window_extent()
-    # one bin per output pixel of the axes, square in data units
-    side = int(np.clip(min(bbox.width, bbox.height), 64, 2400))
-    aspect = (y1 - y0) / (x1 - x0)
-    width, height = (side, max(1, round(side * aspect))) if aspect <= 1 else \
-        (max(1, round(side / aspect)), side)
-    image = density_image(x, y, (x0, x1, y0, y1), (width, height), column, cmap)
-    return ax.imshow(image, origin="lower", extent=(x0, x1, y0, y1), interpolation="nearest",
-                     aspect="equal")
-
-
 def scatter(
     embedding: np.ndarray,
     labels: Any = None,
@@ -207,6 +67,13 @@ def scatter(
     cmap: str = "viridis",
     alpha: float | None = None,
     colorbar_label: str | None = None,
+    palette: Any = None,
+    legend_loc: str = "right margin",
+    legend_title: str | None = None,
+    basis: str | None = "Dim",
+    percentiles: tuple[float, float] | None = DEFAULT_PERCENTILES,
+    vmin: float | None = None,
+    vmax: float | None = None,
 ) -> Any:
     """Plot a 2-D embedding (its first two columns), coloured by ``labels``.
 
@@ -215,16 +82,16 @@ def scatter(
     embedding : ndarray of shape (n_samples, >= 2)
     labels : array-like of shape (n_samples,), optional
         What to colour by. Categories (strings, booleans, or whole numbers with at most 30
-        distinct values) get a palette of 30 colours and a legend; with more categories the 29
-        most frequent keep a colour and the rest are grey ("other"). Other numbers get the
-        continuous colour map ``cmap`` and a colour bar (NaN drawn light grey).
+        distinct values) get ``palette`` and a legend; other numbers get the colour map
+        ``cmap`` and a colour bar (NaN drawn light grey). A pandas Series lends its name to
+        the legend's title.
     ax : matplotlib Axes, optional
         Drawn into a new 7 × 7 inch figure when omitted.
     title : str, optional
     point_size : float, optional
         Marker area of the scatter rendering; default scales with ``1/sqrt(n_samples)``.
     legend : bool, default=True
-        Draw the legend (categories, outside the axes on the right) or colour bar.
+        Draw the legend (or colour bar); False is ``legend_loc="none"``.
     categorical : bool, optional
         Force the labels to be treated as categories (True) or a scale (False).
     render : {"auto", "points", "density"}, default="auto"
@@ -235,58 +102,150 @@ def scatter(
     alpha : float, optional
         Marker opacity of the scatter rendering; default falls from 1 (≤ 2,000 points) to 0.3.
     colorbar_label : str, optional
+        Title of the colour bar or legend when ``legend_title`` is not given.
+    palette : str or sequence of colours, optional
+        Colours of the categories: a matplotlib colour map name (``"tab20"``, ``"Set1"``, or a
+        continuous one such as ``"viridis"``, sampled evenly) or a list of colours, given in
+        category order. Default: tab10 up to ten categories, else a palette of 102 colours
+        that stay apart (:data:`unimap.plotting.colors.CATEGORY_PALETTE`). Beyond the palette's
+        length the most frequent categories keep a colour and the rest are grey ("other").
+    legend_loc : {"right margin", "on data", "none"}, default="right margin"
+        Where categories are named: a legend right of the axes, or each category's name on the
+        map at the median of its points (names nudged apart so that none overlap; as scanpy's
+        ``legend_loc="on data"``), or nowhere. A colour bar is drawn unless "none".
+    legend_title : str, optional
+        Title of the legend or colour bar; default ``colorbar_label``, else the name of a
+        pandas Series ``labels``.
+    basis : str or None, default="Dim"
+        Axis labels ``"{basis} 1"`` and ``"{basis} 2"`` (``"UMAP"`` gives "UMAP 1" and
+        "UMAP 2"); None or "" for none.
+    percentiles : (float, float) or None, default=(1, 99)
+        Continuous labels: the colour scale spans these percentiles of the finite values, so
+        that a few outliers do not wash out the rest (values beyond take the end colours; the
+        colour bar shows arrows); None: from the minimum to the maximum.
+    vmin, vmax : float, optional
+        Fixed ends of the colour scale, each winning over its percentile.
 
     Returns
     -------
     ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.plotting import scatter
+    >>> rng = np.random.default_rng(0)
+    >>> embedding = rng.normal(size=(600, 2)) + np.repeat(rng.normal(0, 8, (40, 2)), 15, 0)
+    >>> clusters = np.repeat([f"cluster {i}" for i in range(40)], 15)
+    >>> ax = scatter(embedding, clusters, legend_loc="on data", basis="UMAP")
+    >>> ax.get_xlabel(), len(ax.texts)
+    ('UMAP 1', 40)
+    >>> ax = scatter(embedding, embedding[:, 0] ** 3, percentiles=(5, 95), legend_title="x³")
     """
     plt = _pyplot()
-    x, y = _as_xy(embedding)
+    x, y = as_xy(embedding)
     n = len(x)
     if render not in _RENDERS:
         raise ValueError(f"render must be one of {_RENDERS}, got {render!r}")
+    if legend_loc not in LEGEND_LOCS:
+        raise ValueError(f"legend_loc must be one of {LEGEND_LOCS}, got {legend_loc!r}")
     column = None
+    if legend_title is None:
+        legend_title = colorbar_label or (None if labels is None else getattr(labels, "name",
+                                                                               None))
     if labels is not None:
         labels = np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != n:
             raise ValueError(f"labels has shape {labels.shape} for {n} points; expected ({n},)")
-        column = color_column(labels, categorical)
+        column = color_column(labels, categorical, palette)
+    limits = None
+    if column is not None and column.kind == "continuous":
+        limits = color_limits(column.values, percentiles, vmin, vmax)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 7))
     colormap = plt.get_cmap(cmap)
     if render == "density" or (render == "auto" and n > DENSITY_THRESHOLD):
-        _draw_density(ax, x, y, column, colormap)
+        draw_density(ax, x, y, column, colormap, limits)
     else:
-        size = _point_size(n) if point_size is None else point_size
-        _draw_points(ax, x, y, column, size, _point_alpha(n) if alpha is None else alpha, cmap)
+        size = _render.point_size(n) if point_size is None else point_size
+        draw_points(ax, x, y, column, size, _render.point_alpha(n) if alpha is None else alpha,
+                    colormap, limits)
         ax.set_aspect("equal", adjustable="datalim")
-    if legend and column is not None:
-        _add_legend(ax, column, colormap, colorbar_label)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    set_axis_labels(ax, basis)
     if title:
         ax.set_title(title)
+    if legend and column is not None and legend_loc != "none":
+        if column.kind == "continuous":
+            add_colorbar(ax, column, colormap, limits, legend_title)
+        elif legend_loc == "on data":
+            add_labels_on_data(ax, x, y, column)
+        else:
+            add_category_legend(ax, column, legend_title)
     return ax
 
 
-def _add_legend(ax, column: ColorColumn, colormap, colorbar_label: str | None) -> None:
-    if column.kind == "continuous":
-        import matplotlib.cm
-        import matplotlib.colors
+def plot_trust(
+    embedding: np.ndarray,
+    X: Any = None,
+    *,
+    scores: Any = None,
+    n_neighbors: int = 15,
+    metric: str = "euclidean",
+    ax: Any = None,
+    cmap: str = "magma",
+    **kwargs: Any,
+) -> Any:
+    """Colour each point of ``embedding`` by how much of its data neighbourhood it keeps.
 
-        vmin, vmax = _value_range(column.values)
-        mappable = matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(vmin, vmax),
-                                                colormap)
-        bar = ax.figure.colorbar(mappable, ax=ax, shrink=0.7)
-        if colorbar_label:
-            bar.set_label(colorbar_label)
-        return
-    from matplotlib.lines import Line2D
+    The score of a point is the fraction of its ``n_neighbors`` nearest neighbours in ``X``
+    that are also among its nearest in the drawn two columns
+    (:func:`unimap.plotting.trust.neighborhood_preservation`); dark regions are where the map
+    tears neighbourhoods apart or brings strangers together.
 
-    handles = [Line2D([], [], marker="o", linestyle="", markersize=6, markeredgewidth=0,
-                      color=color, label=name) for name, color in _legend_entries(column)]
-    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8,
-              frameon=False, handletextpad=0.3, borderaxespad=0.0)
+    Parameters
+    ----------
+    embedding : ndarray of shape (n_samples, >= 2)
+    X : array-like of shape (n_samples, n_features), optional
+        The data the embedding was made from; needed unless ``scores`` are given.
+    scores : array-like of shape (n_samples,), optional
+        Scores computed before (skips the neighbour search).
+    n_neighbors : int, default=15
+    metric : str, default="euclidean"
+        The data's distance.
+    ax : matplotlib Axes, optional
+    cmap : str, default="magma"
+    **kwargs
+        Passed on to :func:`scatter` (``title``, ``render``, ``basis``, ...). The scale runs
+        from 0 to 1 unless ``vmin``/``vmax`` say otherwise.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.plotting import plot_trust
+    >>> X = np.random.default_rng(0).normal(size=(300, 8))
+    >>> ax = plot_trust(X[:, :2], X, n_neighbors=10, basis="PCA")
+    >>> ax.figure.axes[-1].get_ylabel()
+    'trust: share of 10 nearest neighbours kept'
+    """
+    if scores is None:
+        if X is None:
+            raise ValueError("plot_trust needs the data X (or scores computed before)")
+        scores = neighborhood_preservation(X, as_xy_array(embedding), n_neighbors,
+                                           metric=metric)
+    kwargs.setdefault("vmin", 0.0)
+    kwargs.setdefault("vmax", 1.0)
+    kwargs.setdefault("legend_title", f"trust: share of {n_neighbors} nearest neighbours kept")
+    return scatter(embedding, np.asarray(scores, dtype=np.float64), ax=ax, categorical=False,
+                   cmap=cmap, **kwargs)
+
+
+def as_xy_array(embedding: Any) -> np.ndarray:
+    """The two drawn columns of ``embedding`` as an (n, 2) float64 array, checked."""
+    return np.column_stack(as_xy(embedding))
 
 
 def _check_static_path(path: Path) -> str:
@@ -310,11 +269,21 @@ def save_scatter(path: str | os.PathLike, embedding: np.ndarray, labels: Any = N
     dpi : int, default=150
         Resolution of the PNG, and of the rasterized points layer in SVG and PDF.
     **kwargs
-        Passed on to :func:`scatter` (``render``, ``categorical``, ``cmap``, ...).
+        Passed on to :func:`scatter` (``render``, ``categorical``, ``palette``,
+        ``legend_loc``, ``basis``, ``percentiles``, ...).
 
     Returns
     -------
     Path
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.plotting import save_scatter
+    >>> embedding = np.random.default_rng(0).normal(size=(100, 2))
+    >>> save_scatter(tmp / "map.png", embedding, np.arange(100) % 3,   # doctest: +SKIP
+    ...              legend_loc="on data", basis="UMAP").name
+    'map.png'
     """
     plt = _pyplot()
     path = Path(path)
@@ -341,7 +310,8 @@ def save_comparison(path: str | os.PathLike, embeddings: Mapping[str, np.ndarray
     embeddings : mapping of str to ndarray of shape (n_samples, >= 2)
         Panel title → embedding, in panel order.
     labels : array-like of shape (n_samples,), optional
-        Colours every panel; the legend or colour bar is drawn beside the last one.
+        Colours every panel; the legend or colour bar is drawn beside the last one (names on
+        the data, with ``legend_loc="on data"``, in every panel).
     dpi : int, default=120
     panel_size : float, default=4.5
         Width and height of one panel in inches.
@@ -351,6 +321,15 @@ def save_comparison(path: str | os.PathLike, embeddings: Mapping[str, np.ndarray
     Returns
     -------
     Path
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.plotting import save_comparison
+    >>> a = np.random.default_rng(0).normal(size=(100, 2))
+    >>> save_comparison(tmp / "cmp.png", {"seed 0": a, "flipped": -a},  # doctest: +SKIP
+    ...                 np.arange(100) % 4, palette="Set1").name
+    'cmp.png'
     """
     plt = _pyplot()
     path = Path(path)
@@ -360,10 +339,12 @@ def save_comparison(path: str | os.PathLike, embeddings: Mapping[str, np.ndarray
     count = len(embeddings)
     fig, axes = plt.subplots(1, count, figsize=(panel_size * count, panel_size), dpi=dpi,
                              squeeze=False)
+    on_data = kwargs.get("legend_loc") == "on data"
     try:
         for i, (ax, (name, embedding)) in enumerate(zip(axes[0], embeddings.items(),
                                                         strict=True)):
-            scatter(embedding, labels, ax=ax, title=name, legend=i == count - 1, **kwargs)
+            scatter(embedding, labels, ax=ax, title=name,
+                    legend=on_data or i == count - 1, **kwargs)
         with atomic_path(path) as tmp:
             fig.savefig(tmp, dpi=dpi, format=fmt, bbox_inches="tight")
     finally:
