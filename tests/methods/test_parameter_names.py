@@ -100,7 +100,7 @@ def test_stopping_rule_off_leaves_the_fit_bitwise_unchanged(small):
 @pytest.mark.parametrize("verbose", [0, 1, 2, True, False])
 def test_verbose_takes_scikit_learn_levels(verbose, small, capsys):
     UMAP(n_epochs=5, verbose=verbose, random_state=0).fit(small)
-    assert bool(capsys.readouterr().out) == bool(verbose)
+    assert bool(capsys.readouterr().err) == bool(verbose)
 
 
 def test_negative_verbose_is_refused():

@@ -132,9 +132,9 @@ def test_estimators_log_each_phase_when_verbose(capsys):
                         (TSNE, ("neighbors", "affinities", "init", "optimize")),
                         (GDR, ("neighbors", "affinities", "init", "optimize"))):
         model = cls(verbose=True, random_state=0).fit(X)
-        out = capsys.readouterr().out
+        err = capsys.readouterr().err
         for phase in phases:
-            assert f"] {phase} (" in out, (cls.__name__, phase, out)
+            assert f"] {phase} (" in err, (cls.__name__, phase, err)
         assert set(model.timings_) == {*phases, "total"}
 
 

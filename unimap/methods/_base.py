@@ -35,7 +35,6 @@ from unimap.runtime.params import (
     Options,
     Seed,
 )
-from unimap.runtime.progress import ProgressBar
 from unimap.runtime.random_streams import FitStreams, seed_from_random_state
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import (
@@ -79,6 +78,7 @@ class NeighborEmbedding(UnimapEstimator):
 
     _scale = "box"
     PHASES = ("neighbors", "affinities", "init", "optimize")
+    _STEP_UNIT = "epoch"  # what the optimizer's progress bar counts (TSNE: iterations)
     _METRIC_KWDS = "metric_kwds"  # the parameter holding the metric's options (TSNE: sklearn's)
 
     @property
@@ -113,7 +113,7 @@ class NeighborEmbedding(UnimapEstimator):
         """``fit``; ``start`` (one row per row of ``X``) replaces ``init`` for this fit only,
         and the optimizer runs ``epoch_share`` of the planned epochs (``update``), the
         hyperparameters unchanged."""
-        clock = PhaseTimer(self._log)
+        clock = PhaseTimer(self._log, show_bars=bool(self.verbose))
         self._validate_params()
         names = SimpleNamespace()
         X = self._fit_input(X, names)
@@ -147,17 +147,16 @@ class NeighborEmbedding(UnimapEstimator):
         fit.memory_estimate_ = self._check_memory(fit, X)
         self._place_phases(fit, X)
         name = type(self).__name__
-        with numba_threads(resolve_n_jobs(self.n_jobs)), \
-                ProgressBar(self.verbose, 4, name, unit="phase") as phases:
-            with clock.phase("neighbors", lambda: fit.knn_method_, phases):
+        unit = self._STEP_UNIT
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            with clock.phase("neighbors", lambda: fit.knn_method_):
                 fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, streams.neighbors)
-            with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges", phases):
+            with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges"):
                 fit.graph_ = self._affinities(fit, fit.knn_indices_, fit.knn_dists_)
-            with clock.phase("init", lambda: fit.init_info_["method"], phases):
+            with clock.phase("init", lambda: fit.init_info_["method"]):
                 init = self._initialize(fit, X, streams.init)
-            with clock.phase("optimize", lambda: f"{fit.n_epochs_} epochs", phases), \
-                    ProgressBar(self.verbose, fit.n_epochs_, "epochs", "epoch", 1) as epochs:
-                fit.epoch_bar = epochs
+            with clock.phase("optimize", lambda: f"{fit.n_epochs_} {unit}s", fit.n_epochs_,
+                             unit) as fit.epoch_bar:
                 embedding = self._optimize(fit, init, streams.optimize)
         fit.epoch_bar = None
         fit.embedding_ = check_embedding_finite(embedding, name)

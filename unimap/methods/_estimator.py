@@ -18,18 +18,22 @@ import numpy as np
 
 from unimap.methods._contract import EstimatorContract, not_fitted_error
 from unimap.runtime.params import invalid_parameter, validate_params
-from unimap.runtime.progress import ProgressBar
+from unimap.runtime.progress import ProgressBar, percent_shares, report
 
 __all__ = ["PhaseTimer", "UnimapEstimator"]
 
 
 class PhaseTimer:
-    """Seconds spent in each phase of a fit (the estimators' ``timings_``).
+    """Seconds spent in each phase of a fit (the estimators' ``timings_``), and what
+    ``verbose=True`` shows of them: one progress bar per running phase, one line per finished
+    phase and a closing summary whose percentages add up to 100.
 
     Parameters
     ----------
     log : callable(str)
         Receives one line per finished phase (the estimator's verbose printer).
+    show_bars : bool, default=False
+        Draw a bar (:class:`unimap.runtime.progress.ProgressBar`) while each phase runs.
 
     Examples
     --------
@@ -42,34 +46,34 @@ class PhaseTimer:
     ['neighbors', 'total']
     """
 
-    def __init__(self, log: Callable[[str], None]) -> None:
+    def __init__(self, log: Callable[[str], None], show_bars: bool = False) -> None:
         self._log = log
+        self._show_bars = show_bars
         self._start = time.perf_counter()
         self.timings: dict[str, float] = {}
 
     @contextmanager
-    def phase(self, name: str, detail: Callable[[], str] | None = None,
-              progress: ProgressBar | None = None) -> Iterator[None]:
+    def phase(self, name: str, detail: Callable[[], str] | None = None, steps: int = 1,
+              unit: str = "phase") -> Iterator[ProgressBar]:
         """Time the body as phase ``name``; ``detail()`` (called after the body, so it can
-        report what the body resolved) is shown in brackets in the log line. ``progress``
-        (a bar over the phases) names the running phase and advances when it ends."""
-        if progress is not None:
-            progress.describe(name)
+        report what the body resolved) is shown in brackets in the log line. Yields the
+        phase's bar of ``steps`` ``unit``s (the optimizer advances it epoch by epoch), cleared
+        when the phase ends."""
         tic = time.perf_counter()
-        yield
+        with ProgressBar(self._show_bars, steps, name, unit) as bar:
+            yield bar
         elapsed = time.perf_counter() - tic
         self.timings[name] = elapsed
-        if progress is not None:
-            progress.advance_to(len(self.timings))
         extra = f" ({detail()})" if detail is not None else ""
         self._log(f"{name}{extra}: {elapsed:.2f}s")
 
     def finish(self) -> dict[str, float]:
         """The phases' seconds plus ``total`` since the timer was made (and a summary line
-        to the log)."""
+        to the log: each phase's share, ``other`` for the time between them)."""
         self.timings["total"] = total = time.perf_counter() - self._start
-        shares = ", ".join(f"{name} {seconds / total:.0%}" for name, seconds
-                           in self.timings.items() if name != "total" and total > 0)
+        phases = {name: s for name, s in self.timings.items() if name != "total"}
+        shares = ", ".join(f"{name} {percent}%" for name, percent
+                           in percent_shares(phases, total).items())
         self._log(f"done in {total:.2f}s ({shares})")
         return dict(self.timings)
 
@@ -157,8 +161,10 @@ class UnimapEstimator(EstimatorContract):
                              f"expecting {expected} features as input")
 
     def _log(self, message: str) -> None:
+        """A verbose line (stderr, or the ``unimap.<Estimator>`` logger when logging is
+        configured to show INFO; :func:`unimap.runtime.progress.report`)."""
         if getattr(self, "verbose", False):
-            print(f"[unimap.{type(self).__name__}] {message}", flush=True)
+            report(message, type(self).__name__)
 
     def _expected_failed_checks(self) -> dict[str, str]:
         """scikit-learn's ``check_estimator`` checks that cannot apply, with the reason."""

@@ -153,6 +153,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
+        Show the phases as for UMAP.
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are

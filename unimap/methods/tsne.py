@@ -125,8 +125,10 @@ default="pca"
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool or int, default=False
-        Print the phases, their times and the loss every 50 iterations (any true value;
-        scikit-learn's integer levels are taken).
+        Show the phases as for UMAP, and KL(P‖Q) every 50 iterations (any true value;
+        scikit-learn's integer levels are taken). During early exaggeration the KL is
+        marked ``(early exaggeration x12)``: it is the KL of the plain P, which stays high
+        while the gradient pulls with the exaggerated one and drops when that ends.
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
@@ -170,6 +172,7 @@ default="pca"
 
     _scale = "std"
     _METRIC_KWDS = "metric_params"  # scikit-learn's name
+    _STEP_UNIT = "iteration"
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
         "metric_params": Optional(Dict()),

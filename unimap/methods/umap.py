@@ -149,7 +149,9 @@ default="spectral"
         ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
         is bytes, a string a size such as ``"8GB"``; None turns the check off.
     verbose : bool, default=False
-        Print the phases and their times.
+        Show a progress bar per phase and a line per finished phase with its time, then a
+        summary, on stderr (through the ``unimap`` logger when logging shows INFO;
+        :mod:`unimap.runtime.progress`).
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are

@@ -96,7 +96,9 @@ def gradient_descent(
         Called every ``callback_every`` iterations with the loss and a copy of the
         embedding; a truthy return value stops the optimization.
     log : callable, optional
-        Receives a progress line every 50 iterations.
+        Receives a progress line every 50 iterations: the iteration, the loss (KL(P‖Q) of the
+        current embedding, P not exaggerated) marked with the phase's exaggeration when it is
+        not 1, and the seconds since the last line.
     guard : :class:`unimap.runtime.guards.FiniteGuard`, optional
         Checks the forces, ``1/Z`` and the embedding every iteration (``row_ids``: the input
         row of each row of ``Y``, for its message).
@@ -137,8 +139,8 @@ def gradient_descent(
         if report or call:
             value = loss(Y) if loss is not None else float("nan")
             if report:
-                log(f"iteration {done:5d}  loss {value:.4f}  "
-                    f"({time.perf_counter() - tic:.2f}s)")
+                log(f"iteration {done:5d}  KL {value:.4f}{_exaggeration_note(phase, phases)}"
+                    f"  {time.perf_counter() - tic:.2f}s")
                 tic = time.perf_counter()
             if call and callback(done, value, Y.copy()):
                 return Y, done
@@ -147,6 +149,15 @@ def gradient_descent(
                 partial(gradient_norm, attraction, repulsion, inv_z, phase.exaggeration)):
             return Y, done
     return Y, done
+
+
+def _exaggeration_note(phase: Phase, phases: Sequence[Phase]) -> str:
+    """The log line's mark of an exaggerated phase: its KL (of the plain P) stays high while
+    the gradient pulls with an exaggerated P, and drops when the exaggeration ends."""
+    if phase.exaggeration == 1.0:
+        return ""
+    early = phase is phases[0] and len(phases) > 1
+    return f"  ({'early ' if early else ''}exaggeration x{phase.exaggeration:g})"
 
 
 def place_points(
