@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 import pytest
-from _cdp import Browser, find_chromium
 
-from unimap.plotting.html_map import html_map, save_html
+from unimap.plotting.align import procrustes_align
+from unimap.plotting.html_map import html_map, linked_html_map, save_html, save_linked_html
 
 EVIL = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
@@ -36,15 +36,19 @@ def test_data_are_embedded_compactly_and_decode_exactly():
     text = html_map(emb, labels=labels, columns={"value": emb[:, 0] * 1.5, "many": many},
                     ids=np.arange(500) + 1000)
     data = _data_block(text)
-    xy = np.frombuffer(base64.b64decode(data["xy"]), dtype="<f4").reshape(-1, 2)
+    (view,) = data["views"]
+    xy = np.frombuffer(base64.b64decode(view["xy"]), dtype="<f4").reshape(-1, 2)
     np.testing.assert_array_equal(xy, emb)
     label, value, wide = data["columns"]
     assert label["kind"] == "cat" and label["width"] == 1
     codes = np.frombuffer(base64.b64decode(label["codes"]), dtype="<u1")
     assert [label["categories"][c] for c in codes] == [str(v) for v in labels]
     assert value["kind"] == "num"
-    np.testing.assert_array_equal(np.frombuffer(base64.b64decode(value["data"]), "<f4"),
+    np.testing.assert_array_equal(np.frombuffer(base64.b64decode(value["data"][0]), "<f4"),
                                   (emb[:, 0] * 1.5).astype(np.float32))
+    # the colour scale spans the 1st to 99th percentile, and says that it clips
+    assert (value["min"], value["max"]) == tuple(np.percentile(emb[:, 0] * 1.5, [1, 99]))
+    assert value["clipLo"] and value["clipHi"]
     assert wide["width"] == 2 and len(wide["categories"]) == 300  # uint16 codes
     assert data["ids"]["kind"] == "int" and data["colorBy"] == "label"
 
@@ -83,19 +87,53 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, kwargs, message
     assert list(tmp_path.iterdir()) == []
 
 
+def test_procrustes_undoes_rotation_reflection_scale_and_shift_only():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(300, 2))
+    angle = 0.7
+    turn = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    b = 2.5 * (a * [1, -1]) @ turn + [10, -4] + rng.normal(0, 0.01, a.shape)
+    aligned = procrustes_align(a, b)
+    assert np.abs(aligned - a).max() < 0.05
+    # only a similarity: all distances scaled by one factor
+    ratio = np.linalg.norm(aligned[1:] - aligned[0], axis=1) / np.linalg.norm(b[1:] - b[0], axis=1)
+    assert np.ptp(ratio) < 1e-9
+    with pytest.raises(ValueError, match="same shape"):
+        procrustes_align(a, b[:-1])
+
+
+def test_linked_page_holds_two_aligned_views_and_each_ones_trust():
+    emb, labels = _clusters(300, 3)
+    X = np.c_[emb, np.random.default_rng(1).normal(size=(300, 3))]
+    mirrored = 4 * emb[:, ::-1] - 7
+    data = _data_block(linked_html_map({"a": emb, "b": mirrored}, labels=labels, X=X,
+                                       color_by="trust"))
+    first, second = (np.frombuffer(base64.b64decode(v["xy"]), "<f4").reshape(-1, 2)
+                     for v in data["views"])
+    assert [v["name"] for v in data["views"]] == ["a", "b (aligned)"]
+    np.testing.assert_allclose(second, first, atol=1e-3)
+    trust = data["columns"][-1]
+    assert trust["name"] == "trust" and len(trust["data"]) == 2
+    assert (trust["min"], trust["max"]) == (0.0, 1.0) and data["colorBy"] == "trust"
+    raw = _data_block(linked_html_map({"a": emb, "b": mirrored}, align=False))
+    assert raw["views"][1]["name"] == "b"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"embeddings": {"a": np.zeros((3, 2))}}, "two names"),
+     ({"embeddings": {"a": np.zeros((3, 2)), "b": np.zeros((4, 2))}}, "same points"),
+     ({"embeddings": {"a": np.zeros((3, 2)), "b": np.full((3, 2), np.nan)}}, "'b' contains"),
+     ({"columns": {"trust": [1, 2, 3]}, "X": np.eye(3)}, "named 'trust'")],
+)
+def test_linked_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, kwargs, message):
+    args = {"embeddings": {"a": np.eye(3)[:, :2], "b": np.eye(3)[:, 1:]}} | kwargs
+    with pytest.raises(ValueError, match=message):
+        save_linked_html(tmp_path / "pair.html", **args)
+    assert list(tmp_path.iterdir()) == []
+
+
 # ---- in the browser ----
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium), or set "
-                    "UNIMAP_CHROMIUM to a Chrome/Chromium executable")
-    pytest.importorskip("websocket", reason="the browser tests need websocket-client (in the "
-                        "'test' extra)")
-    with Browser(executable) as b:
-        yield b
-
 
 @pytest.fixture(scope="module")
 def digits_page(tmp_path_factory):
