@@ -192,7 +192,7 @@ def plot_trust(
     n_neighbors: int = 15,
     metric: str = "euclidean",
     ax: Any = None,
-    cmap: str = "magma",
+    cmap: str = "viridis",
     **kwargs: Any,
 ) -> Any:
     """Colour each point of ``embedding`` by how much of its data neighbourhood it keeps.
@@ -213,7 +213,8 @@ def plot_trust(
     metric : str, default="euclidean"
         The data's distance.
     ax : matplotlib Axes, optional
-    cmap : str, default="magma"
+    cmap : str, default="viridis"
+        The same scale as the HTML map's trust layer.
     **kwargs
         Passed on to :func:`scatter` (``title``, ``render``, ``basis``, ...). The scale runs
         from 0 to 1 unless ``vmin``/``vmax`` say otherwise.
