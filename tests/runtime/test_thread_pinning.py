@@ -39,8 +39,22 @@ def all_cpus() -> list[int]:
     return cpus
 
 
+@pytest.fixture
+def omp_workers(all_cpus) -> list[int]:
+    """numba's workers are pinned only on its OpenMP layer (fixed thread ids); unimap runs
+    on TBB by default, so tests/runtime/test_process_safety.py runs this module again in a
+    process on the OpenMP layer."""
+    import numba
+
+    with numba_threads(len(all_cpus)):
+        if numba.threading_layer() != "omp":
+            pytest.skip("numba's workers are pinned on the OpenMP layer only")
+    return all_cpus
+
+
 @linux_only
-def test_spread_cpus_only_when_threads_use_every_cpu(all_cpus, monkeypatch):
+def test_spread_cpus_only_when_threads_use_every_cpu(omp_workers, monkeypatch):
+    all_cpus = omp_workers
     monkeypatch.delenv("UNIMAP_PIN_THREADS", raising=False)
     assert _spread_cpus(len(all_cpus)) == all_cpus
     assert _spread_cpus(1) is None
@@ -52,7 +66,8 @@ def test_spread_cpus_only_when_threads_use_every_cpu(all_cpus, monkeypatch):
 
 
 @linux_only
-def test_spread_threads_pins_one_worker_per_cpu_and_restores(all_cpus, monkeypatch):
+def test_spread_threads_pins_one_worker_per_cpu_and_restores(omp_workers, monkeypatch):
+    all_cpus = omp_workers
     monkeypatch.delenv("UNIMAP_PIN_THREADS", raising=False)
     before = thread_affinities()
     with numba_threads(len(all_cpus)), spread_threads() as pinned:
@@ -67,7 +82,8 @@ def test_spread_threads_pins_one_worker_per_cpu_and_restores(all_cpus, monkeypat
 
 
 @linux_only
-def test_spread_threads_restores_after_an_error(all_cpus, monkeypatch):
+def test_spread_threads_restores_after_an_error(omp_workers, monkeypatch):
+    all_cpus = omp_workers
     monkeypatch.delenv("UNIMAP_PIN_THREADS", raising=False)
     with pytest.raises(ValueError), numba_threads(len(all_cpus)), spread_threads():
         raise ValueError("the body failed")
@@ -115,7 +131,8 @@ def test_pinning_does_not_change_the_embedding(method, monkeypatch):
 
 
 @linux_only
-def test_one_thread_epochs_run_unpinned(all_cpus, monkeypatch):
+def test_one_thread_epochs_run_unpinned(omp_workers, monkeypatch):
+    all_cpus = omp_workers
     # A one-thread epoch runs on numba's thread 0; pinned to the first CPU, it would run at
     # the speed of whatever else holds that CPU.
     from unimap.runtime.threads import AdaptiveThreads

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from unimap.decomposition.blocked import map_row_blocks, sum_row_blocks
+from unimap.runtime.blas import one_blas_thread
+
 __all__ = [
     "SOLVERS", "PCAFit", "axes_from_scatter", "centred_scatter", "choose_solver", "fit_pca",
     "project", "randomized_range",
 ]
 
 SOLVERS = ("auto", "covariance", "full", "randomized")
-_COV_BLOCK_BYTES = 32 << 20  # rows of X centred at a time in the covariance solver
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,15 @@ def fit_pca(X: np.ndarray, n_components: int, solver: str = "auto", n_iter: int 
     solver = choose_solver(n, d, k) if solver == "auto" else solver
     mean = X.mean(axis=0, dtype=np.float64)
     total_var = _total_variance(X, mean)
-    if solver == "covariance":
-        components, variances = _covariance(X, mean, k)
-    elif solver == "full":
-        components, variances = _full_svd(X, mean)
-    else:
-        components, variances = _randomized(X, mean, k, n_iter, seed)
+    # LAPACK and the products on one BLAS thread (the products in parallel blocks:
+    # unimap.decomposition.blocked), so the axes do not depend on BLAS's thread count
+    with one_blas_thread():
+        if solver == "covariance":
+            components, variances = _covariance(X, mean, k)
+        elif solver == "full":
+            components, variances = _full_svd(X, mean)
+        else:
+            components, variances = _randomized(X, mean, k, n_iter, seed)
     return _axes(components, variances, mean, total_var, n, k, X.dtype, solver)
 
 
@@ -104,11 +109,16 @@ def project(X: np.ndarray, fit: PCAFit, whiten: bool = False,
     blocks; BLAS's product splits the rows over threads and tiles by the array's size, so its
     last bits depend on the block. The loop is as fast as BLAS for a few components but much
     slower for many, so the kNN's candidate projection keeps BLAS (measured:
-    benchmarks/results/architecture_notes.md)."""
+    benchmarks/results/architecture_notes.md), over fixed blocks of rows
+    (:func:`unimap.decomposition.blocked.map_row_blocks`): its bits then depend on the array,
+    not on BLAS's threads."""
+    offsets = np.einsum("j,kj->k", fit.mean, fit.components)
     if row_exact:
-        out = np.einsum("ij,kj->ik", X, fit.components) - (fit.mean @ fit.components.T)
+        out = np.einsum("ij,kj->ik", X, fit.components) - offsets
     else:
-        out = (X @ fit.components.T) - (fit.mean @ fit.components.T)
+        components_t = np.ascontiguousarray(fit.components.T)
+        out = map_row_blocks(X, lambda rows: rows @ components_t - offsets,
+                             fit.components.shape[0], np.result_type(X, components_t))
     if whiten:
         out /= np.sqrt(np.maximum(fit.explained_variance, np.finfo(out.dtype).tiny))
     return out.astype(X.dtype, copy=False)
@@ -127,12 +137,12 @@ def centred_scatter(X: np.ndarray, mean64: np.ndarray) -> np.ndarray:
     scikit-learn's covariance_eigh), by blocks of rows summed in float64: no centred copy
     of X and shorter float32 sums."""
     mean = mean64.astype(X.dtype)
-    d = X.shape[1]
-    block = max(1, _COV_BLOCK_BYTES // (d * X.dtype.itemsize))
-    scatter = np.zeros((d, d), dtype=np.float64)
-    for start in range(0, X.shape[0], block):
-        Xc = X[start : start + block] - mean
-        scatter += Xc.T @ Xc
+
+    def block_scatter(rows: slice) -> np.ndarray:
+        Xc = X[rows] - mean
+        return Xc.T @ Xc
+
+    scatter = sum_row_blocks(X, block_scatter)
     return scatter
 
 
@@ -154,7 +164,7 @@ def _randomized(X: np.ndarray, mean64: np.ndarray, k: int, n_iter: int,
     n_cols = min(k + 10, min(X.shape))
     Q = randomized_range(X, mean64.astype(X.dtype), n_cols, n_iter, seed)
     # B = Qᵀ (X − 1 μᵀ), formed without the centred copy of X.
-    B = (Q.T @ X).astype(np.float64) - np.outer(Q.sum(axis=0), mean64)
+    B = sum_row_blocks(X, lambda rows: Q[rows].T @ X[rows]) - np.outer(Q.sum(axis=0), mean64)
     _, s, vt = scipy.linalg.svd(B, full_matrices=False)
     return vt, s**2 / max(X.shape[0] - 1, 1)
 
@@ -169,11 +179,13 @@ def randomized_range(
     rng = np.random.default_rng(seed)
     omega = rng.standard_normal((X.shape[1], n_cols)).astype(X.dtype)
 
-    def centred_times(M):  # (X − 1μᵀ) M
-        return X @ M - (mean @ M)[None, :]
+    def centred_times(M):  # (X − 1μᵀ) M, by fixed blocks of rows
+        shift = (mean @ M)[None, :]
+        return map_row_blocks(X, lambda rows: rows @ M - shift, M.shape[1], M.dtype)
 
-    def centred_t_times(M):  # (X − 1μᵀ)ᵀ M
-        return X.T @ M - np.outer(mean, M.sum(axis=0))
+    def centred_t_times(M):  # (X − 1μᵀ)ᵀ M, the blocks' partial products added in order
+        total = sum_row_blocks(X, lambda rows: X[rows].T @ M[rows])
+        return (total - np.outer(mean, M.sum(axis=0))).astype(M.dtype)
 
     Q = centred_times(omega)
     for _ in range(n_iter):

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.initialization.random_layout import random_init
+from unimap.runtime.blas import one_blas_thread
 from unimap.runtime.ordering import relabelled
 from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
 
@@ -106,7 +107,6 @@ def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
     double-precision ones (tol=1e-4 is far above float32's rounding).
     """
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
-    from threadpoolctl import threadpool_limits
 
     n = adjacency.shape[0]
     rng = np.random.default_rng(seed)
@@ -119,7 +119,7 @@ def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
     # threads), and a core held by another program does not stall BLAS's static split
     # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
     # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
-    with threadpool_limits(1, user_api="blas") if limit_blas else nullcontext():
+    with one_blas_thread() if limit_blas else nullcontext():
         try:
             return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
         except ArpackNoConvergence:
@@ -279,9 +279,8 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
         # thread, as _run_largest_first sets for the one-by-one path: LAPACK's result on a
         # matrix then does not depend on the core count, and threads cost more than they
         # give on matrices this small.
-        from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(1, user_api="blas"):
+        with one_blas_thread():
             for batch, subs in _dense_layouts(grouped, bounds, sizes, dense, n_components):
                 rows = (bounds[batch][:, None] + np.arange(subs.shape[1])).ravel()
                 layout[order[rows]] = subs.reshape(-1, n_components)
@@ -365,13 +364,12 @@ def _run_largest_first(work, tasks: list, sizes: np.ndarray) -> None:
     scipy's sparse products, most of ARPACK's time, release the GIL, so the threads overlap
     (measured: benchmarks/results/architecture_notes.md)."""
     import numba
-    from threadpoolctl import threadpool_limits
 
     threads = min(numba.get_num_threads(), len(tasks))
     # One BLAS thread for all of them, on any thread count (see _arpack_largest), set once
-    # here, outside the threads (which skip their own limit): threadpoolctl's limits are
-    # process-wide.
-    with threadpool_limits(1, user_api="blas"):
+    # here, outside the threads (which skip their own limit): BLAS's count is process-wide
+    # (unimap.runtime.blas counts the holders, so concurrent fits do not undo each other).
+    with one_blas_thread():
         if threads <= 1:
             for task in tasks:
                 work(task)

@@ -22,7 +22,7 @@ def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
     with ``metric_kwds``).
     """
     from unimap.neighbors.metrics import GENERAL_METRICS, pairwise
-    from unimap.neighbors.topk_numba import manhattan_block, rows_k_smallest
+    from unimap.neighbors.topk_numba import exact_rerank_rows, manhattan_block, rows_k_smallest
 
     n, m = data.shape[0], queries.shape[0]
     k_eff = min(k, n - (self_offset is not None))
@@ -34,6 +34,7 @@ def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
     block = max(1, min(m, _CHUNK_BYTES // ((8 if general else 4) * n)))
     sq_norms = (np.einsum("ij,ij->i", data, data) if metric == "euclidean" or
                 metric in ("cosine", "correlation") else None)
+    max_sq_norm = float(sq_norms.max()) if sq_norms is not None else 0.0
     for start in range(0, m, block):
         q = queries[start : start + block]
         if general:
@@ -48,9 +49,36 @@ def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
             d += np.einsum("ij,ij->i", q, q)[:, None]
         exclude = self_offset is not None
         offset = (self_offset or 0) + start
-        rows_k_smallest(d, k_eff, offset, exclude, idx[start : start + q.shape[0]],
-                        dist[start : start + q.shape[0]])
+        rows = slice(start, start + q.shape[0])
+        if sq_norms is None:  # summed per pair in column order: no BLAS, no batch in the bits
+            rows_k_smallest(d, k_eff, offset, exclude, idx[rows], dist[rows])
+            continue
+        # BLAS's product only proposes: its last bits depend on its threads and on the block
+        # of queries, so the candidates are re-ranked by exact distances, with a bound on
+        # the product's error that proves the exact k nearest are among them
+        n_cand = min(n - exclude, k_eff + max(8, k_eff // 2))
+        cand_idx = np.empty((q.shape[0], n_cand), dtype=np.int64)
+        cand_d = np.empty((q.shape[0], n_cand), dtype=np.float32)
+        rows_k_smallest(d, n_cand, offset, exclude, cand_idx, cand_d)
+        bound = _product_error_bound(q, max_sq_norm, data.shape[1])
+        exact_rerank_rows(data, np.ascontiguousarray(q), cand_idx, cand_d, bound, offset,
+                          exclude, idx[rows], dist[rows])
     if sq_norms is not None:
         np.maximum(dist, 0.0, out=dist)
         np.sqrt(dist, out=dist)
     return idx, dist
+
+
+def _product_error_bound(q: np.ndarray, max_sq_norm: float, n_features: int) -> np.ndarray:
+    """A bound on the float32 error of ``|q|² + |x|² − 2 q·x`` against the exact squared
+    distance, for every data row ``x`` (whose squared norm is at most ``max_sq_norm``).
+
+    The dot product of ``d`` terms errs by at most ``γ_d |q||x| ≤ γ_d (|q|² + |x|²) / 2``
+    (``γ_d ≈ d·u``, ``u = 2⁻²⁴``, Higham's bound, whatever the order of the sum), each norm by
+    ``γ_d`` of itself, the two additions by ``2u`` of ``|q|² + |x|²`` each, and the exact
+    sum the result is compared with by ``γ_d`` of the distance (at most ``2(|q|² + |x|²)``):
+    ``(4d + 8)·u·(|q|² + |x|²)`` covers all, doubled for safety.
+    """
+    u = 2.0 ** -24
+    q_sq = np.einsum("ij,ij->i", q, q, dtype=np.float64)
+    return ((8.0 * n_features + 16.0) * u * (q_sq + max_sq_norm)).astype(np.float32)

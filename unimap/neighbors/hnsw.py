@@ -97,7 +97,9 @@ class _HNSWIndex:
         if ordered is None:  # new points, or the training points of an unpickled index
             from unimap.decomposition.pca import project
 
-            reduced = queries if self.pca is None else project(queries, self.pca)
+            # new points row by row, so that a point's candidates do not depend on its batch
+            reduced = (queries if self.pca is None
+                       else project(queries, self.pca, row_exact=not self_join))
             if query_order is None:  # a query's result does not depend on the others
                 query_order = morton_order(reduced)
             ordered = np.ascontiguousarray(reduced[query_order], dtype=np.float32)

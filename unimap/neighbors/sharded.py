@@ -163,7 +163,9 @@ class ShardedHNSWIndex:
             home, (wall_cell, wall_dist) = self.home, self._walls
         else:
             queries = np.ascontiguousarray(queries, dtype=np.float32)
-            reduced = queries if self.pca is None else project(queries, self.pca)
+            # row by row, so that a point's cell does not depend on its batch
+            reduced = (queries if self.pca is None
+                       else project(queries, self.pca, row_exact=True))
             home, (wall_cell, wall_dist) = self._cells(reduced)
         m = queries.shape[0]
         idx = np.full((m, k), -1, np.int64)

@@ -205,3 +205,55 @@ def _listed(out_idx, row, i):
         if out_idx[row, m] == i:
             return True
     return False
+
+
+@numba.njit(inline="always", cache=True)
+def _insert_keyed(best_d, best_i, d, j):
+    """Insert ``(d, j)`` into the k-best lists ordered by distance, then index (dropping the
+    last); the order of equal distances is then the same whatever order rows come in."""
+    k = best_d.shape[0]
+    if d > best_d[k - 1] or (d == best_d[k - 1] and j >= best_i[k - 1] >= 0):
+        return
+    pos = k - 1
+    while pos > 0 and (best_d[pos - 1] > d or (best_d[pos - 1] == d and best_i[pos - 1] > j)):
+        best_d[pos] = best_d[pos - 1]
+        best_i[pos] = best_i[pos - 1]
+        pos -= 1
+    best_d[pos] = d
+    best_i[pos] = j
+
+
+@numba.njit(parallel=True, cache=True)
+def exact_rerank_rows(data, queries, cand_idx, cand_approx, bound, row_offset, exclude_self,
+                      out_idx, out_dist):
+    """The ``k`` nearest rows of ``data`` to each query by exact squared distances (summed in
+    column order, float32), given candidates ranked by a faster approximation.
+
+    ``cand_idx``/``cand_approx`` (m, kc): each query's ``kc`` nearest rows by the approximate
+    distances (sorted), which may err by ``bound[i]`` at most. Every row outside the
+    candidates is then at least ``cand_approx[i, -1] - bound[i]`` away, so if the k-th exact
+    distance is below that, the exact k nearest are among the candidates; otherwise the row
+    is scanned in full. The output is so the exact top k (ties by index) whatever the
+    approximation's last bits, which depend on BLAS's threads and the block of queries.
+    """
+    m, kc = cand_idx.shape
+    k = out_idx.shape[1]
+    n = data.shape[0]
+    for i in numba.prange(m):
+        best_d = np.full(k, np.inf, dtype=np.float32)
+        best_i = np.full(k, -1, dtype=np.int64)
+        self_col = row_offset + i if exclude_self else -1
+        for c in range(kc):
+            j = cand_idx[i, c]
+            if j >= 0:
+                _insert_keyed(best_d, best_i, sq_dist(queries, i, data, j, np.float32(0.0)), j)
+        available = n - (1 if exclude_self else 0)
+        if kc < available and not best_d[k - 1] < cand_approx[i, kc - 1] - bound[i]:
+            best_d[:] = np.inf
+            best_i[:] = -1
+            for j in range(n):
+                if j != self_col:
+                    _insert_keyed(best_d, best_i, sq_dist(queries, i, data, j, np.float32(0.0)), j)
+        for t in range(k):
+            out_idx[i, t] = best_i[t]
+            out_dist[i, t] = best_d[t]

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from unimap.runtime.threading_layer import choose_threading_layer
 from unimap.runtime.validation import check_int
 
 __all__ = ["PARALLEL_MIN_ROWS", "resolve_n_jobs", "numba_threads", "spread_threads",
@@ -46,6 +47,7 @@ def numba_threads(n_threads: int | None) -> Iterator[int]:
     on exit, restore the count found on entry, whatever the body set in between."""
     import numba
 
+    choose_threading_layer()
     previous = numba.get_num_threads()
     if n_threads is not None:
         numba.set_num_threads(max(1, min(int(n_threads), numba.config.NUMBA_NUM_THREADS)))
@@ -55,20 +57,36 @@ def numba_threads(n_threads: int | None) -> Iterator[int]:
         numba.set_num_threads(previous)
 
 
-def _spread_cpus(n_threads: int) -> list[int] | None:
+def _spread_cpus(n_threads: int, numba_workers: bool = True) -> list[int] | None:
     """The CPUs to pin ``n_threads`` threads to, one each, or None to leave them alone.
 
-    Pinning is only for threads that use every CPU this process may run on: then no CPU is
-    left for the scheduler to move a thread to, and pinning cannot stack two of our threads
-    on one CPU. Fewer threads than CPUs (``n_jobs=2`` on 4 cores, or two processes sharing a
-    machine) stay unpinned, and ``UNIMAP_PIN_THREADS=0`` turns pinning off.
+    Pinning is only for threads that use every CPU this process may run on (on numba's
+    OpenMP layer: :func:`_threads_have_ids`): then no CPU is left for the scheduler to move a
+    thread to, and pinning cannot stack two of our threads on one CPU. Fewer threads than
+    CPUs (``n_jobs=2`` on 4 cores, or two processes sharing a machine) stay unpinned, and
+    ``UNIMAP_PIN_THREADS=0`` turns pinning off. ``numba_workers=False``: Python threads
+    (:func:`pinned_pool`), pinned on any threading layer.
     """
     if (n_threads < 2 or not sys.platform.startswith("linux")
             or not hasattr(os, "sched_getaffinity")
-            or os.environ.get("UNIMAP_PIN_THREADS", "1") == "0"):
+            or os.environ.get("UNIMAP_PIN_THREADS", "1") == "0"
+            or (numba_workers and not _threads_have_ids())):
         return None
     cpus = sorted(os.sched_getaffinity(0))
     return cpus if len(cpus) == n_threads else None
+
+
+def _threads_have_ids() -> bool:
+    """Whether numba's thread ``t`` is one fixed OS thread that runs iteration ``t`` of a
+    ``prange`` over the thread count (OpenMP's static schedule), which pinning relies on.
+    TBB's workers steal iterations, so pinning is off there; its stealing also moves work
+    off a descheduled thread, the problem pinning solves."""
+    import numba
+
+    try:
+        return numba.threading_layer() == "omp"
+    except ValueError:  # numba's threads not launched yet
+        return False
 
 
 def _cpu_masks(cpu_sets: list[Any]) -> np.ndarray:
@@ -153,7 +171,7 @@ def spread_threads(when: bool = True) -> Iterator[ThreadSpread | None]:
 def pinned_pool(n_threads: int) -> ThreadPoolExecutor:
     """A thread pool of ``n_threads`` workers, each pinned to its own CPU when they use every
     CPU of the process (see :func:`spread_threads`); its threads die with the pool."""
-    cpus = _spread_cpus(n_threads)
+    cpus = _spread_cpus(n_threads, numba_workers=False)
     if cpus is None:
         return ThreadPoolExecutor(max_workers=n_threads)
     free = list(cpus)

@@ -1,0 +1,68 @@
+"""BLAS products over fixed blocks of rows, whose bits do not depend on BLAS's threads.
+
+A multi-threaded BLAS splits a product by its thread count and the array's size, and the
+edge tiles of each split round differently, so the last bits of ``X @ M`` follow
+``OPENBLAS_NUM_THREADS`` and the machine's core count. Here each block of rows is one
+single-threaded BLAS call of a shape fixed by the data (:func:`row_blocks`), the blocks run
+in parallel on Python threads (BLAS releases the GIL), and sums over rows add the blocks'
+partial products in block order. The result is then the same for any thread count, at
+about the speed of BLAS's own threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from unimap.runtime.blas import one_blas_thread
+
+__all__ = ["row_blocks", "map_row_blocks", "sum_row_blocks"]
+
+_BLOCK_BYTES = 16 << 20  # input bytes per block: large enough for BLAS's full speed
+
+
+def row_blocks(n_rows: int, row_bytes: int) -> list[slice]:
+    """The blocks of rows: their size depends on the row width only."""
+    size = max(64, _BLOCK_BYTES // max(1, row_bytes))
+    return [slice(start, min(n_rows, start + size)) for start in range(0, n_rows, size)]
+
+
+def _threads(n_blocks: int) -> int:
+    import numba
+
+    return max(1, min(n_blocks, numba.get_num_threads()))
+
+
+def map_row_blocks(X: np.ndarray, product: Callable[[np.ndarray], np.ndarray], n_cols: int,
+                   dtype: np.dtype) -> np.ndarray:
+    """``product`` of each block of rows of ``X``, stacked: shape (n, n_cols)."""
+    out = np.empty((X.shape[0], n_cols), dtype=dtype)
+    blocks = row_blocks(X.shape[0], X.strides[0] if X.ndim == 2 else X.itemsize)
+
+    def run(rows: slice) -> None:
+        out[rows] = product(X[rows])
+
+    with one_blas_thread():
+        if len(blocks) == 1:
+            run(blocks[0])
+        else:
+            with ThreadPoolExecutor(_threads(len(blocks))) as pool:
+                list(pool.map(run, blocks))
+    return out
+
+
+def sum_row_blocks(X: np.ndarray, partial: Callable[[slice], np.ndarray]) -> np.ndarray:
+    """``Σ_blocks partial(rows)`` in float64, added in block order (``partial`` gets the
+    slice of rows, so that it can index several arrays)."""
+    blocks = row_blocks(X.shape[0], X.strides[0])
+    with one_blas_thread():
+        if len(blocks) == 1:
+            return np.asarray(partial(blocks[0]), dtype=np.float64)
+        with ThreadPoolExecutor(_threads(len(blocks))) as pool:
+            parts = list(pool.map(partial, blocks))
+    total = np.zeros(parts[0].shape, dtype=np.float64)
+    for part in parts:
+        total += part
+    return total
