@@ -36,8 +36,8 @@ def test_data_are_embedded_compactly_and_decode_exactly():
     text = html_map(emb, labels=labels, columns={"value": emb[:, 0] * 1.5, "many": many},
                     ids=np.arange(500) + 1000)
     data = _data_block(text)
-    (view,) = data["views"]
-    xy = np.frombuffer(base64.b64decode(view["xy"]), dtype="<f4").reshape(-1, 2)
+    assert len(data["views"]) == 1
+    xy = np.frombuffer(base64.b64decode(data["xy"]), dtype="<f4").reshape(-1, 2)
     np.testing.assert_array_equal(xy, emb)
     label, value, wide = data["columns"]
     assert label["kind"] == "cat" and label["width"] == 1
@@ -108,8 +108,8 @@ def test_linked_page_holds_two_aligned_views_and_each_ones_trust():
     mirrored = 4 * emb[:, ::-1] - 7
     data = _data_block(linked_html_map({"a": emb, "b": mirrored}, labels=labels, X=X,
                                        color_by="trust"))
-    first, second = (np.frombuffer(base64.b64decode(v["xy"]), "<f4").reshape(-1, 2)
-                     for v in data["views"])
+    first, second = (np.frombuffer(base64.b64decode(block), "<f4").reshape(-1, 2)
+                     for block in (data["xy"], data["views"][1]["xy"]))
     assert [v["name"] for v in data["views"]] == ["a", "b (aligned)"]
     np.testing.assert_allclose(second, first, atol=1e-3)
     trust = data["columns"][-1]

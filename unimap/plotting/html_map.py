@@ -83,7 +83,11 @@ def _page_data(views: list[tuple[str, np.ndarray]], labels: Any, columns: Any, i
         raise ValueError(f"hover columns {missing} not found; columns: {list(cols)}")
     if color_by is None and cols:
         color_by = next(iter(cols))
-    return {"n": n, "views": [encode_view(name, xy) for name, xy in views],
+    first = encode_view(*views[0])
+    # the first view's points at the top level, where the page kept them before it could hold
+    # two views (readers of the data block rely on "xy" and "bounds" there)
+    return {"n": n, "xy": first.pop("xy"), "bounds": first.pop("bounds"),
+            "views": [first] + [encode_view(name, xy) for name, xy in views[1:]],
             "columns": encoded, "hover": list(hover), "colorBy": color_by,
             "ids": encode_ids(ids, n), "idName": str(id_name), "debug": bool(debug),
             **page_constants()}

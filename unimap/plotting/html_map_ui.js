@@ -11,8 +11,8 @@ function main() {
   var search = document.getElementById("unimap-search");
   var matches = document.getElementById("unimap-matches");
   var status = document.getElementById("unimap-status");
-  var S = {n: n, views: D.views.map(function (w) {
-             return {name: w.name, xy: typed(w.xy, Float32Array), bounds: w.bounds}; }),
+  var S = {n: n, views: D.views.map(function (w, v) {   // the first view's points: D.xy
+             return {name: w.name, xy: typed(v ? w.xy : D.xy, Float32Array), bounds: v ? w.bounds : D.bounds}; }),
            visible: new Uint8Array(n).fill(1), emphasis: null, emphList: null,
            hovered: -1, hoverView: -1, mode: "pan"};
   S.colors = S.views.map(function () { return new Uint32Array(n); });
