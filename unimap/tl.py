@@ -1,25 +1,30 @@
-"""scanpy-style tools: embed an ``AnnData`` in place.
+"""scanpy-style tools: embed an ``AnnData`` in place, as ``scanpy.tl`` does.
 
-:func:`embed` (and its shorthands :func:`umap`, :func:`tsne`, :func:`gdr`) fits a unimap
-estimator on an AnnData's representation and writes, as ``scanpy.tl.umap`` does,
+:func:`umap` and :func:`tsne` take the parameters and defaults of ``scanpy.tl.umap`` and
+``scanpy.tl.tsne`` and write what they write, so that ``sc.pl.umap``, ``sc.tl.ingest`` and
+every other reader of scanpy's layout work on the result:
 
-- ``adata.obsm["X_<method>"]``: the embedding (``X_umap``, ``X_tsne``, ``X_gdr``,
-  ``X_gdr_tsne``, ``X_pca``), float32;
-- ``adata.uns["<method>"]``: ``{"method", "estimator", "params", "resolved", "timings"}``:
-  the estimator's parameters (plus ``use_rep`` and, with reused neighbours,
-  ``neighbors_key``), the settings the fit resolved (``n_neighbors_``, ``n_epochs_``, ...)
-  and the seconds per phase.
+- ``adata.obsm["X_umap"]`` / ``["X_tsne"]`` (or ``[key_added]``): the embedding, float32;
+- ``adata.uns["umap"]`` / ``["tsne"]`` (or ``[key_added]``): ``{"params": ...}`` exactly as
+  scanpy writes it (UMAP: ``a``, ``b`` and ``random_state`` when not 0; t-SNE: ``perplexity``,
+  ``early_exaggeration``, ``learning_rate``, ``n_jobs``, ``metric`` and ``use_rep`` when given);
+- ``adata.uns["unimap"]["umap"]`` (the same key): what unimap adds, ``{"method", "estimator",
+  "params", "resolved", "timings"}``: every parameter of the estimator (with ``use_rep``,
+  ``n_pcs`` and, with reused neighbours, ``neighbors_key``), the settings the fit resolved
+  (``n_neighbors_``, ``n_epochs_``, ...) and the seconds per phase.
 
-It can reuse the neighbours ``scanpy.pp.neighbors`` computed (:func:`knn_from_neighbors`)
-instead of searching them again. anndata is needed only for the objects passed in; this module
-never imports it.
+:func:`umap` reuses the neighbours ``scanpy.pp.neighbors`` stored (``uns["neighbors"]``, or
+``neighbors_key``) when they are there, as ``scanpy.tl.umap`` does, and searches its own
+otherwise. :func:`embed` runs any unimap method (``gdr``, ``gdr-tsne``, ``pca`` too) with the
+estimator's own defaults. anndata is needed only for the objects passed in; this module never
+imports it.
 
 Examples
 --------
 >>> import scanpy as sc, unimap  # doctest: +SKIP
 >>> sc.pp.pca(adata); sc.pp.neighbors(adata)  # doctest: +SKIP
->>> unimap.tl.umap(adata, use_neighbors=True)  # doctest: +SKIP
->>> sc.pl.embedding(adata, basis="X_umap")  # doctest: +SKIP
+>>> unimap.tl.umap(adata)  # scanpy's graph, scanpy's defaults  # doctest: +SKIP
+>>> sc.pl.umap(adata, color="cell_type")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -28,9 +33,17 @@ import warnings
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from unimap.io.anndata_input import default_rep, fit_record, is_anndata, representation
+from unimap.io.anndata_input import fit_record, is_anndata, representation
+from unimap.io.scanpy_layout import (
+    check_connectivities,
+    fit_neighbourhood,
+    knn_from_neighbors,
+    neighbours_to_reuse,
+    scanpy_params,
+    unimap_records,
+    write_pca,
+)
 
 __all__ = ["embed", "umap", "tsne", "gdr", "knn_from_neighbors"]
 
@@ -42,6 +55,9 @@ _METHODS = {
     "gdr-tsne": ("GDR", {"normalized": True}, "perplexity"),
     "pca": ("PCA", {}, None),
 }
+# scanpy's settings.N_PCS: data with at most this many variables is embedded as it is, and
+# the number of principal components computed for wider data that has none
+_SCANPY_N_PCS = 50
 
 
 def embed(
@@ -49,14 +65,15 @@ def embed(
     method: str = "umap",
     *,
     use_rep: str | None = None,
+    n_pcs: int | None = None,
     neighbors_key: str | None = None,
-    use_neighbors: bool = False,
+    use_neighbors: bool | None = None,
     key_added: str | None = None,
     copy: bool = False,
     random_state: Any = 0,
     **params: Any,
 ) -> Any:
-    """Embed an AnnData with a unimap method, scanpy style.
+    """Embed an AnnData with a unimap method, with the estimator's own defaults.
 
     Parameters
     ----------
@@ -66,16 +83,26 @@ def embed(
         ``unimap.PCA``.
     use_rep : str or None, default=None
         ``"X"`` or a key of ``adata.obsm``. None: the representation the reused neighbours
-        were computed on (their ``params["use_rep"]``, when recorded), else
-        ``obsm["X_pca"]`` when present, else ``X``; ``"X"`` for ``method="pca"``.
+        were computed on (their ``params["use_rep"]`` and ``n_pcs``), else scanpy's rule:
+        ``X`` when it has at most 50 variables, else ``obsm["X_pca"]``, else the first 50
+        principal components (computed with a warning and stored in ``obsm["X_pca"]``,
+        ``varm["PCs"]`` and ``uns["pca"]``, as scanpy does); ``"X"`` for ``method="pca"``.
+    n_pcs : int or None, default=None
+        Use the first ``n_pcs`` columns of an ``obsm`` representation (scanpy's meaning;
+        ``n_pcs=0`` means ``X``).
     neighbors_key : str or None, default=None
         Reuse the neighbours of ``adata.uns[neighbors_key]`` (written by
-        ``scanpy.pp.neighbors(..., key_added=...)``) instead of searching them.
-    use_neighbors : bool, default=False
-        Reuse ``adata.uns["neighbors"]`` (scanpy's default key).
+        ``scanpy.pp.neighbors(..., key_added=...)``) instead of searching them. None:
+        ``"neighbors"`` when reused (see ``use_neighbors``).
+    use_neighbors : bool or None, default=None
+        Whether to reuse scanpy's neighbours. None: UMAP and GDR reuse ``uns["neighbors"]``
+        when it is there (as ``scanpy.tl.umap``); t-SNE and GDR's t-SNE mode search their
+        own (they need ``3·perplexity`` neighbours, more than scanpy's 15; as
+        ``scanpy.tl.tsne``). True: reuse, an error if there are none. False: always search.
     key_added : str or None, default=None
-        Write ``obsm[key_added]`` and ``uns[key_added]`` instead of ``obsm["X_<method>"]``
-        and ``uns["<method>"]``.
+        Write ``obsm[key_added]``, ``uns[key_added]`` and ``uns["unimap"][key_added]``
+        instead of ``obsm["X_<method>"]``, ``uns["<method>"]`` and
+        ``uns["unimap"]["<method>"]``.
     copy : bool, default=False
         Work on a copy of ``adata`` and return it.
     random_state : int, Generator or None, default=0
@@ -87,7 +114,8 @@ def embed(
     Returns
     -------
     AnnData or None
-        The copy when ``copy=True``, else None (``adata`` is changed in place).
+        The copy when ``copy=True``, else None (``adata`` is changed in place, once the fit
+        has succeeded: a failed fit writes nothing).
 
     Raises
     ------
@@ -100,29 +128,30 @@ def embed(
     Warns
     -----
     UserWarning
-        When reused neighbours fix a neighbourhood size other than the estimator's
-        (``n_neighbors``; ``perplexity`` needs ``3·perplexity`` neighbours): the size used
-        is recorded in ``uns[...]["params"]``.
+        When reused neighbours fix a neighbourhood size other than the one asked for
+        (``n_neighbors``; ``perplexity`` needs ``3·perplexity`` neighbours): the size used is
+        recorded in ``uns["unimap"][...]["params"]``. When the reused graph's connectivities
+        were not UMAP's (scanpy's ``method="gauss"``): unimap computes its own memberships
+        from the graph's distances.
 
     Notes
     -----
     scanpy stores ``n_neighbors - 1`` neighbours per cell (itself left out) in
     ``obsp["distances"]``; unimap's ``n_neighbors`` counts the point itself, so
     ``scanpy.pp.neighbors(n_neighbors=15)`` gives exactly the graph of ``UMAP(n_neighbors=15)``.
-    A fit on reused neighbours has no neighbour index: it cannot ``transform`` new points.
+    unimap reads the distances and computes the fuzzy memberships itself (scanpy's
+    ``obsp["connectivities"]``, equal for scanpy's default ``method="umap"``). A fit on
+    reused neighbours has no neighbour index: it cannot ``transform`` new points.
     """
-    if not is_anndata(adata):
-        raise TypeError(f"adata must be an anndata.AnnData, got {type(adata).__name__}")
+    _check_anndata(adata)
     if method not in _METHODS:
         raise ValueError(f"method must be one of {list(_METHODS)}, got {method!r}")
     if "precomputed_knn" in params:
         raise TypeError("pass neighbours as neighbors_key / use_neighbors, not precomputed_knn")
     class_name, fixed, size_param = _METHODS[method]
-    if use_neighbors and neighbors_key is None:
-        neighbors_key = "neighbors"
-    if neighbors_key is not None and size_param is None:
-        raise ValueError(f"method={method!r} uses no neighbours; leave neighbors_key and "
-                         "use_neighbors unset")
+    given_rep = use_rep  # scanpy's tl.tsne records use_rep as given
+    neighbors_key = neighbours_to_reuse(adata, method, size_param, neighbors_key,
+                                        use_neighbors)
     if copy:
         adata = adata.copy()
 
@@ -136,150 +165,256 @@ def embed(
     record: dict[str, Any] = {}
     if neighbors_key is not None:
         indices, distances = knn_from_neighbors(adata, neighbors_key)
-        scanpy_params = adata.uns[neighbors_key].get("params", {})
-        if use_rep is None and isinstance(scanpy_params.get("use_rep"), str):
-            use_rep = scanpy_params["use_rep"]
-        size = _fit_neighbourhood(estimator, size_param, indices.shape[1],
-                                  explicit=size_param in params)
+        graph_params = adata.uns[neighbors_key].get("params", {})
+        check_connectivities(graph_params, neighbors_key)
+        if use_rep is None:  # the representation the graph was computed on, as scanpy
+            use_rep, n_pcs = graph_params.get("use_rep"), graph_params.get("n_pcs")
+        size = fit_neighbourhood(estimator, size_param, indices.shape[1],
+                                 explicit=size_param in params)
         estimator.set_params(precomputed_knn=(indices, distances))
         record.update(neighbors_key=neighbors_key, neighbors_n_neighbors=indices.shape[1])
         if size != params.get(size_param, size):
             record[f"requested_{size_param}"] = params[size_param]
-    if use_rep is None:
-        use_rep = "X" if method == "pca" else default_rep(adata)
-    X, _, use_rep = representation(adata, use_rep)
+    if method == "pca" and use_rep is None:
+        use_rep = "X"
+    X, use_rep, n_pcs, pca_writes = _choose_representation(adata, use_rep, n_pcs)
     record["use_rep"] = use_rep
-    n_pcs = scanpy_params.get("n_pcs") if neighbors_key is not None else None
-    if n_pcs is not None and use_rep == "X_pca":  # scanpy's graph used the first n_pcs PCs
-        X = X[:, : int(n_pcs)]
-        record["n_pcs"] = int(n_pcs)
+    if n_pcs is not None:
+        record["n_pcs"] = n_pcs
     embedding = np.asarray(estimator.fit_transform(X), dtype=np.float32)
 
-    uns = fit_record(estimator, method, **record)
-    if method == "pca" and use_rep == "X":  # as scanpy.pp.pca
-        adata.varm["PCs"] = estimator.components_.T
+    # everything is written after the fit: a failed fit leaves adata as it was
+    for write in pca_writes:
+        write(adata)
     name = method.replace("-", "_")
-    adata.obsm[key_added or f"X_{name}"] = embedding
-    adata.uns[key_added or name] = uns
+    key = key_added or name
+    if method == "pca":
+        write_pca(adata, estimator, embedding, key_added, use_rep == "X")
+    else:
+        adata.obsm[key_added or f"X_{name}"] = embedding
+        adata.uns[key] = {"params": scanpy_params(method, estimator, given_rep)}
+    unimap_records(adata)[key] = fit_record(estimator, method, **record)
     return adata if copy else None
 
 
-def _fit_neighbourhood(estimator: Any, size_param: str, k: int, explicit: bool) -> float:
-    """Set the estimator's neighbourhood size to what ``k`` neighbours per point (the point
-    itself included) allow; warn where that differs from its setting. Returns the size."""
-    name = type(estimator).__name__
-    wanted = getattr(estimator, size_param)
-    if size_param == "n_neighbors":
-        size = min(wanted, k) if explicit else k
-        if size != wanted or (explicit and wanted != k):
-            warnings.warn(
-                f"the reused neighbours have {k} per point (the point itself included) and "
-                f"{name} has n_neighbors={wanted}: using n_neighbors={size}"
-                + (f", the {size} nearest of them" if size < k else "")
-                + " (recorded in uns[...]['params'])", UserWarning, stacklevel=3)
-    else:
-        # a perplexity-calibrated row uses floor(3 * perplexity) neighbours besides itself
-        size = wanted if int(3 * wanted) <= k - 1 else (k - 1) / 3
-        if size != wanted:
-            warnings.warn(
-                f"{name} with perplexity={wanted:g} needs {int(3 * wanted)} neighbours per "
-                f"point, but the reused neighbours have {k - 1} (besides the point): using "
-                f"perplexity={size:.4g} (recorded in uns[...]['params']); for more, run "
-                f"scanpy.pp.neighbors with n_neighbors={int(3 * wanted) + 1}",
-                UserWarning, stacklevel=3)
-    estimator.set_params(**{size_param: size})
-    return size
+def _check_anndata(adata: Any) -> None:
+    if not is_anndata(adata):
+        raise TypeError(f"adata must be an anndata.AnnData, got {type(adata).__name__}")
 
 
-def knn_from_neighbors(adata: Any, neighbors_key: str = "neighbors"
-                       ) -> tuple[np.ndarray, np.ndarray]:
-    """scanpy's neighbours as the ``precomputed_knn`` of a unimap estimator.
+def _choose_representation(adata: Any, use_rep: str | None, n_pcs: int | None
+                           ) -> tuple[Any, str, int | None, list]:
+    """The data of ``use_rep`` and ``n_pcs`` by scanpy's rule (``_choose_representation``):
+    ``(X, the representation's name, the principal components used or None, the writes of a
+    PCA computed here)``."""
+    if n_pcs is not None and (isinstance(n_pcs, bool) or not isinstance(n_pcs, (int, np.integer))
+                              or n_pcs < 0):
+        raise ValueError(f"n_pcs must be a non-negative integer or None, got {n_pcs!r}")
+    if use_rep is None and n_pcs == 0:  # scanpy: n_pcs=0 means X
+        use_rep = "X"
+    if use_rep is None:
+        if adata.n_vars <= _SCANPY_N_PCS:
+            use_rep = "X"
+        elif "X_pca" in adata.obsm:
+            use_rep = "X_pca"
+        else:
+            return _pca_first(adata, n_pcs)
+    X, _, use_rep = representation(adata, use_rep)
+    if use_rep == "X" or n_pcs is None:
+        return X, use_rep, None, []
+    if n_pcs > X.shape[1]:
+        raise ValueError(f"n_pcs={n_pcs}, but obsm[{use_rep!r}] has {X.shape[1]} columns")
+    return X[:, : int(n_pcs)], use_rep, int(n_pcs), []
 
-    ``scanpy.pp.neighbors`` stores, per cell, its ``n_neighbors - 1`` nearest other cells as a
-    CSR matrix of distances (``obsp[uns[neighbors_key]["distances_key"]]``). This returns the
-    ``(indices, distances)`` pair of shape ``(n_obs, m + 1)`` the estimators take: column 0
-    the point itself at distance 0, then its ``m`` nearest neighbours by increasing distance,
-    ``m`` the fewest neighbours any row has (a warning says when rows differ).
+
+def _pca_first(adata: Any, n_pcs: int | None) -> tuple[Any, str, int | None, list]:
+    """scanpy's fallback for wide data without ``obsm["X_pca"]``: its first principal
+    components (50 or ``n_pcs``), to be stored as ``sc.pp.pca`` stores them."""
+    from unimap.methods.pca import PCA
+
+    X, _, _ = representation(adata, "X")
+    n_comps = min(n_pcs or _SCANPY_N_PCS, min(X.shape) - 1)
+    warnings.warn(f"adata has {adata.n_vars} variables and no obsm['X_pca']: embedding its "
+                  f"first {n_comps} principal components (stored in obsm['X_pca'], as "
+                  "scanpy does); pass use_rep='X' to embed X itself", UserWarning, stacklevel=5)
+    pca = PCA(n_components=n_comps, random_state=0)
+    pcs = np.asarray(pca.fit_transform(X), dtype=np.float32)
+
+    def write(adata: Any) -> None:
+        write_pca(adata, pca, pcs, None, True)
+        unimap_records(adata)["pca"] = fit_record(pca, "pca", use_rep="X")
+
+    return pcs, "X_pca", n_pcs, [write]
+
+
+def umap(
+    adata: Any,
+    *,
+    min_dist: float = 0.5,
+    spread: float = 1.0,
+    n_components: int = 2,
+    maxiter: int | None = None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+    negative_sample_rate: int = 5,
+    init_pos: Any = "spectral",
+    random_state: Any = 0,
+    a: float | None = None,
+    b: float | None = None,
+    key_added: str | None = None,
+    neighbors_key: str | None = None,
+    copy: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """UMAP of an AnnData as ``scanpy.tl.umap``: its parameters, defaults and output.
+
+    Writes ``obsm["X_umap"]``, ``uns["umap"] = {"params": {"a": ..., "b": ...}}`` (plus
+    ``random_state`` when not 0) and unimap's record in ``uns["unimap"]["umap"]`` (or
+    ``key_added`` for all three).
 
     Parameters
     ----------
     adata : anndata.AnnData
-    neighbors_key : str, default="neighbors"
+    min_dist : float, default=0.5
+        scanpy's default (``unimap.UMAP`` and umap-learn default to 0.1).
+    spread : float, default=1.0
+    n_components : int, default=2
+    maxiter : int or None, default=None
+        Epochs of the optimization (``UMAP``'s ``n_epochs``): None gives 500 up to 10,000
+        cells and 200 beyond, as scanpy.
+    alpha : float, default=1.0
+        The initial learning rate (``UMAP``'s ``learning_rate``).
+    gamma : float, default=1.0
+        The weight of the negative samples (``UMAP``'s ``repulsion_strength``).
+    negative_sample_rate : int, default=5
+    init_pos : {"spectral", "random"}, a key of ``adata.obsm`` or an array, \
+default="spectral"
+        The start (``UMAP``'s ``init``); an ``obsm`` key takes that embedding. scanpy's
+        ``"paga"`` is not supported: pass the PAGA positions as an array.
+    random_state : int, Generator or None, default=0
+    a, b : float or None, default=None
+        The low-dimensional kernel's parameters; None fits them to ``min_dist`` and
+        ``spread``.
+    key_added : str or None, default=None
+    neighbors_key : str or None, default=None
+        The neighbours to reuse: ``uns[neighbors_key]`` and its ``distances`` in ``obsp``.
+        None: ``uns["neighbors"]`` when present (scanpy's default key), else unimap
+        searches the neighbours itself (``n_neighbors``, default 15, as
+        ``scanpy.pp.neighbors``), where scanpy would raise.
+    copy : bool, default=False
+    **kwargs
+        :func:`embed`'s ``use_rep``, ``n_pcs``, ``use_neighbors`` and any parameter of
+        :class:`unimap.UMAP` (``n_neighbors``, ``metric``, ``n_jobs``, ``verbose``, ...).
 
     Returns
     -------
-    indices : ndarray of int32, shape (n_obs, m + 1)
-    distances : ndarray of float32, shape (n_obs, m + 1)
+    AnnData or None
+        The copy when ``copy=True``, else None.
 
-    Raises
-    ------
-    ValueError
-        No such neighbours, a matrix that is not n_obs × n_obs, a row without neighbours, or
-        negative or non-finite distances.
-
-    Examples
-    --------
-    >>> knn = knn_from_neighbors(adata)  # doctest: +SKIP
-    >>> unimap.UMAP(n_neighbors=knn[0].shape[1], precomputed_knn=knn).fit(adata)  # +SKIP
+    Notes
+    -----
+    Differences from ``scanpy.tl.umap``: the graph's memberships are computed by unimap from
+    scanpy's distances (equal to scanpy's connectivities for ``pp.neighbors``' default
+    ``method="umap"``); without stored neighbours unimap searches them instead of raising;
+    ``method="rapids"`` and ``init_pos="paga"`` are not offered. The optimizer is unimap's,
+    so the same seed does not give umap-learn's embedding.
     """
-    if not is_anndata(adata):
-        raise TypeError(f"adata must be an anndata.AnnData, got {type(adata).__name__}")
-    if neighbors_key not in adata.uns:
-        found = [k for k, v in adata.uns.items()
-                 if isinstance(v, dict) and "distances_key" in v]
-        raise ValueError(f"adata.uns has no {neighbors_key!r}: run scanpy.pp.neighbors first"
-                         + (f" (neighbours found under {', '.join(map(repr, found))})"
-                            if found else ""))
-    info = adata.uns[neighbors_key]
-    key = info.get("distances_key", "distances")
-    if key in adata.obsp:
-        D = adata.obsp[key]
-    elif "distances" in info:  # scanpy before 1.5 kept the matrices in uns
-        D = info["distances"]
-    else:
-        raise ValueError(f"adata.obsp has no {key!r} (the distances of "
-                         f"uns[{neighbors_key!r}])")
-    n = adata.n_obs
-    if not sp.issparse(D) or D.shape != (n, n):
-        raise ValueError(f"the distances {key!r} must be a sparse {n} x {n} matrix, got "
-                         f"{type(D).__name__} of shape {getattr(D, 'shape', None)}")
-    D = sp.csr_matrix(D)
-    rows = np.repeat(np.arange(n), np.diff(D.indptr))
-    cols, dists = D.indices, np.asarray(D.data, dtype=np.float64)
-    if not np.isfinite(dists).all() or (dists < 0).any():
-        raise ValueError(f"the distances {key!r} must be finite and non-negative")
-    other = cols != rows  # the point itself, where stored, is column 0 anyway
-    rows, cols, dists = rows[other], cols[other], dists[other]
-    counts = np.bincount(rows, minlength=n)
-    m = int(counts.min())
-    if m == 0:
-        raise ValueError(f"row {int(np.argmin(counts))} of the distances {key!r} has no "
-                         "neighbours")
-    if counts.max() != m:
-        warnings.warn(f"the rows of {key!r} have {m} to {int(counts.max())} neighbours; "
-                      f"using the {m} nearest of each", UserWarning, stacklevel=2)
-    order = np.lexsort((cols, dists, rows))  # by row, then distance (ties: lower index)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    take = order[(starts[:, None] + np.arange(m)).ravel()].reshape(n, m)
-    indices = np.empty((n, m + 1), dtype=np.int32)
-    distances = np.zeros((n, m + 1), dtype=np.float32)
-    indices[:, 0] = np.arange(n)
-    indices[:, 1:] = cols[take]
-    distances[:, 1:] = dists[take]
-    return indices, distances
+    _check_anndata(adata)
+    if isinstance(init_pos, str) and init_pos == "paga":
+        raise ValueError("init_pos='paga' is not supported: pass the PAGA positions as an "
+                         "array (init_pos=...) or an obsm key")
+    if isinstance(init_pos, str) and init_pos in adata.obsm:
+        init_pos = np.asarray(adata.obsm[init_pos], dtype=np.float32)
+    elif init_pos is None:
+        init_pos = "spectral"
+    _take_scanpy_names(kwargs, n_epochs=("maxiter", maxiter, None),
+                       learning_rate=("alpha", alpha, 1.0),
+                       repulsion_strength=("gamma", gamma, 1.0),
+                       init=("init_pos", init_pos, "spectral"))
+    return embed(adata, "umap", key_added=key_added, neighbors_key=neighbors_key, copy=copy,
+                 random_state=random_state, min_dist=min_dist, spread=spread,
+                 n_components=n_components, negative_sample_rate=negative_sample_rate,
+                 a=a, b=b, **kwargs)
 
 
-def umap(adata: Any, **kwargs: Any) -> Any:
-    """:func:`embed` with ``method="umap"``: writes ``obsm["X_umap"]``, ``uns["umap"]``."""
-    return embed(adata, "umap", **kwargs)
+def tsne(
+    adata: Any,
+    n_pcs: int | None = None,
+    *,
+    use_rep: str | None = None,
+    perplexity: float = 30,
+    metric: str = "euclidean",
+    early_exaggeration: float = 12,
+    learning_rate: float = 1000,
+    random_state: Any = 0,
+    n_jobs: int | None = None,
+    key_added: str | None = None,
+    copy: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """t-SNE of an AnnData as ``scanpy.tl.tsne``: its parameters, defaults and output.
 
+    Writes ``obsm["X_tsne"]``, ``uns["tsne"] = {"params": {"perplexity", "early_exaggeration",
+    "learning_rate", "n_jobs", "metric"}}`` (plus ``use_rep`` when given) and unimap's
+    record in ``uns["unimap"]["tsne"]`` (or ``key_added`` for all three).
 
-def tsne(adata: Any, **kwargs: Any) -> Any:
-    """:func:`embed` with ``method="tsne"``: writes ``obsm["X_tsne"]``, ``uns["tsne"]``."""
-    return embed(adata, "tsne", **kwargs)
+    Parameters
+    ----------
+    adata : anndata.AnnData
+    n_pcs : int or None, default=None
+        The first ``n_pcs`` columns of the representation (``0``: ``X``).
+    use_rep : str or None, default=None
+        ``"X"`` or a key of ``obsm``. None: scanpy's rule, ``X`` when it has at most 50
+        variables, else ``obsm["X_pca"]``, else the first 50 principal components (computed
+        with a warning and stored, as scanpy does).
+    perplexity : float, default=30
+    metric : str, default="euclidean"
+    early_exaggeration : float, default=12
+    learning_rate : float, default=1000
+        scanpy's fixed rate, the same in both phases (``unimap.TSNE`` defaults to ``"auto"``:
+        ``max(n / 12 / 4, 50)`` during early exaggeration, ``max(n / 4, 50)`` after).
+    random_state : int, Generator or None, default=0
+    n_jobs : int or None, default=None
+        Threads; None uses all cores (scanpy's None means its ``settings.n_jobs``). unimap's
+        result does not depend on the thread count.
+    key_added : str or None, default=None
+    copy : bool, default=False
+    **kwargs
+        :func:`embed`'s ``neighbors_key`` and ``use_neighbors`` (scanpy's t-SNE never
+        reuses neighbours, and by default neither does this) and any parameter of
+        :class:`unimap.TSNE` (``max_iter``, ``init``, ``verbose``, ...).
+
+    Returns
+    -------
+    AnnData or None
+        The copy when ``copy=True``, else None.
+
+    Notes
+    -----
+    Differences from ``scanpy.tl.tsne`` (scikit-learn's exact-gradient Barnes-Hut t-SNE):
+    unimap's TSNE (Barnes-Hut below 10,000 cells, FFT beyond) runs 750 iterations by
+    default against scikit-learn's 1000 (``max_iter``); wide data without ``X_pca`` gets
+    unimap's PCA rather than scanpy's.
+    """
+    return embed(adata, "tsne", use_rep=use_rep, n_pcs=n_pcs, key_added=key_added, copy=copy,
+                 random_state=random_state, perplexity=perplexity, metric=metric,
+                 early_exaggeration=early_exaggeration, learning_rate=learning_rate,
+                 n_jobs=-1 if n_jobs is None else n_jobs, **kwargs)
 
 
 def gdr(adata: Any, *, normalized: bool = False, **kwargs: Any) -> Any:
-    """:func:`embed` with ``method="gdr"`` (``obsm["X_gdr"]``), or ``"gdr-tsne"`` with
-    ``normalized=True`` (``obsm["X_gdr_tsne"]``)."""
+    """:func:`embed` with ``method="gdr"`` (``obsm["X_gdr"]``; ``uns["gdr"]`` as UMAP's), or
+    ``"gdr-tsne"`` with ``normalized=True`` (``obsm["X_gdr_tsne"]``; ``uns["gdr_tsne"]`` as
+    t-SNE's), with ``unimap.GDR``'s defaults."""
     return embed(adata, "gdr-tsne" if normalized else "gdr", **kwargs)
+
+
+def _take_scanpy_names(kwargs: dict, **names: tuple[str, Any, Any]) -> None:
+    """Put each scanpy-named value into ``kwargs`` under unimap's name: ``name=(scanpy's
+    name, its value, its default)``. Both names given is an error."""
+    for name, (scanpy_name, value, default) in names.items():
+        if name not in kwargs:
+            kwargs[name] = value
+        elif not (value is default
+                  or (not isinstance(value, np.ndarray) and value == default)):
+            raise TypeError(f"pass {scanpy_name} (scanpy's name) or {name}, not both")

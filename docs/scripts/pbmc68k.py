@@ -52,32 +52,36 @@ def shipped_graph(adata):
         recomputed = np.linalg.norm(Xn[indices] - Xn[:, None, :], axis=2)
         print(f"first {n_pcs} PCs: max |distance difference| = "
               f"{np.abs(recomputed - distances).max():.2g}")
-    # unimap.tl.embed takes the representation from params["use_rep"] only (not n_pcs), so
-    # name the one the graph came from; the uns record then says what the fit saw.
+    # unimap.tl reads the representation from params["use_rep"] and "n_pcs", which these
+    # neighbours lack, so name the one the graph came from; the record then says what it saw.
     adata.obsm["X_pca30"] = X[:, :30]
     return indices.shape[1]
 
 
 def embed(adata, fit=None):
     fit = fit or {}  # per-method parameter overrides: none here, fewer epochs in the test
-    unimap.tl.umap(adata, **fit.get("umap", {}))  # obsm["X_umap"], uns["umap"]
-    unimap.tl.tsne(adata, **fit.get("tsne", {}))  # obsm["X_tsne"], uns["tsne"]
+    # unimap's own choices, not scanpy's (the shipped graph, min_dist=0.5, learning rate 1000):
+    # its 15-NN search, umap-learn's min_dist and t-SNE's "auto" learning rates
+    unimap.tl.umap(adata, use_neighbors=False, min_dist=0.1,
+                   **fit.get("umap", {}))  # obsm["X_umap"], uns["umap"], uns["unimap"]["umap"]
+    unimap.tl.tsne(adata, learning_rate="auto", **fit.get("tsne", {}))  # obsm["X_tsne"], ...
     unimap.tl.gdr(adata, **fit.get("gdr", {}))  # obsm["X_gdr"], uns["gdr"]
     unimap.tl.gdr(adata, normalized=True, **fit.get("gdr_tsne", {}))  # "X_gdr_tsne"
     # UMAP once more, on scanpy's shipped graph instead of its own kNN search
-    unimap.tl.umap(adata, use_neighbors=True, use_rep="X_pca30", n_neighbors=10,
+    unimap.tl.umap(adata, use_rep="X_pca30", n_neighbors=10, min_dist=0.1,
                    key_added="X_umap_graph", **fit.get("umap", {}))
 
 
 def show_records(adata):
     print("obsm:", list(adata.obsm))
     print("uns: ", list(adata.uns))
-    record = adata.uns["umap"]
-    print('uns["umap"]:', {k: record[k] for k in ("method", "estimator")})
+    print('uns["umap"]:', adata.uns["umap"])  # scanpy's layout
+    record = adata.uns["unimap"]["umap"]  # unimap's record beside it
+    print('uns["unimap"]["umap"]:', {k: record[k] for k in ("method", "estimator")})
     print("  params:  ", record["params"])
     print("  resolved:", record["resolved"])
     for key in ("umap", "tsne", "gdr", "gdr_tsne", "X_umap_graph"):
-        record = adata.uns[key]
+        record = adata.uns["unimap"][key]
         resolved = {k: v for k, v in record["resolved"].items()
                     if k in ("n_neighbors_", "perplexity_", "n_epochs_", "n_iter_",
                              "knn_method_", "init_")}
@@ -134,7 +138,7 @@ def compare_scanpy(adata):
 
     # UMAP on one graph: scanpy's shipped 10-NN graph (first 30 PCs), min_dist=0.1 for both
     # (sc.tl.umap's default is 0.5), 500 epochs, spectral init, seed 0 for both.
-    graph = {"use_neighbors": True, "use_rep": "X_pca30", "n_neighbors": 10}
+    graph = {"use_neighbors": True, "use_rep": "X_pca30", "n_neighbors": 10, "min_dist": 0.1}
     # t-SNE on one representation (X_pca, 50 PCs), perplexity 30, seed 0; each searches its
     # own 90 neighbours. Defaults otherwise: unimap.TSNE 750 iterations, learning rates
     # max(n/12/4, 50) = 50 then n/4 = 175; sc.tl.tsne (scikit-learn) 1000 iterations, 1000.
@@ -148,7 +152,8 @@ def compare_scanpy(adata):
                                                      n_jobs=threads, key_added="X_umap_graph")
             times["sc.tl.umap", threads] = timed(sc.tl.umap, adata, min_dist=0.1,
                                                  key_added="X_umap_scanpy")
-            times["unimap.tl.tsne", threads] = timed(unimap.tl.tsne, adata, n_jobs=threads)
+            times["unimap.tl.tsne", threads] = timed(unimap.tl.tsne, adata, n_jobs=threads,
+                                                     learning_rate="auto")
             times["sc.tl.tsne", threads] = timed(sc.tl.tsne, adata, n_jobs=threads,
                                                  key_added="X_tsne_scanpy")
     return times
@@ -163,7 +168,7 @@ def umap_seeds(adata, seeds=range(5)):
     scores = {"unimap.tl.umap": [], "sc.tl.umap": []}
     for seed in seeds:
         ours = unimap.tl.umap(adata, use_neighbors=True, use_rep="X_pca30", n_neighbors=10,
-                              random_state=seed, copy=True).obsm["X_umap"]
+                              min_dist=0.1, random_state=seed, copy=True).obsm["X_umap"]
         theirs = sc.tl.umap(adata, min_dist=0.1, random_state=seed, copy=True).obsm["X_umap"]
         for name, E in (("unimap.tl.umap", ours), ("sc.tl.umap", theirs)):
             scores[name].append((metrics.trustworthiness(X, E, n_neighbors=15),

@@ -137,24 +137,29 @@ def test_h5ad_writer_adds_to_a_file_or_makes_one(tmp_path, digits_small):
 def test_tl_embed_writes_obsm_and_uns_scanpy_style(tmp_path, digits_small):
     X, y = digits_small
     adata = _adata(X, n_pcs=10)
-    assert unimap.tl.umap(adata, n_epochs=30) is None
+    assert unimap.tl.umap(adata, maxiter=30) is None
     emb = adata.obsm["X_umap"]
     assert emb.shape == (300, 2) and emb.dtype == np.float32
-    np.testing.assert_array_equal(emb, unimap.UMAP(n_epochs=30, random_state=0)
-                                  .fit_transform(adata.obsm["X_pca"]))
-    record = adata.uns["umap"]
+    np.testing.assert_array_equal(emb, unimap.UMAP(min_dist=0.5, n_epochs=30, random_state=0)
+                                  .fit_transform(adata.obsm["X_pca"]))  # scanpy's min_dist
+    assert list(adata.uns["umap"]) == ["params"]  # scanpy's layout; unimap's record beside it
+    record = adata.uns["unimap"]["umap"]
     assert record["method"] == "umap" and record["estimator"] == "UMAP"
     assert record["params"]["n_epochs"] == 30 and record["params"]["use_rep"] == "X_pca"
     assert record["resolved"]["n_neighbors_"] == 15 and record["timings"]["total"] > 0
     copy = unimap.tl.gdr(adata, normalized=True, use_rep="X", key_added="X_mine",
                          n_epochs=30, copy=True)
     assert "X_mine" in copy.obsm and "X_mine" not in adata.obsm
-    assert copy.uns["X_mine"]["params"]["normalized"] is True
+    assert copy.uns["unimap"]["X_mine"]["params"]["normalized"] is True
+    assert copy.uns["X_mine"]["params"]["use_rep"] == "X"  # tl.tsne's layout
     unimap.tl.embed(adata, "pca")  # as scanpy.pp.pca: X_pca, uns["pca"], varm["PCs"]
     assert adata.obsm["X_pca"].shape == (300, 2) and adata.varm["PCs"].shape == (64, 2)
     assert adata.uns["pca"]["variance_ratio"].shape == (2,)
+    assert adata.uns["pca"]["params"]["zero_center"] is True
     adata.write_h5ad(tmp_path / "out.h5ad")  # everything written is storable
-    assert ad.read_h5ad(tmp_path / "out.h5ad").uns["umap"]["params"]["min_dist"] == 0.1
+    back = ad.read_h5ad(tmp_path / "out.h5ad")
+    assert back.uns["unimap"]["umap"]["params"]["min_dist"] == 0.5
+    assert back.uns["umap"]["params"]["a"] == adata.uns["umap"]["params"]["a"]
 
 
 def test_tl_embed_errors(digits_small):
@@ -197,8 +202,8 @@ def test_tl_reuses_neighbours_with_the_quality_of_its_own_search(digits_small):
 
     X, _ = digits_small
     adata = _scanpy_like_neighbors(_adata(X, n_pcs=10), 15)
-    unimap.tl.umap(adata, use_neighbors=True, n_epochs=100)
-    record = adata.uns["umap"]
+    unimap.tl.umap(adata, min_dist=0.1, maxiter=100)  # uns["neighbors"] reused unasked
+    record = adata.uns["unimap"]["umap"]
     assert record["params"]["neighbors_key"] == "neighbors"
     assert record["params"]["use_rep"] == "X"  # what the neighbours were computed on
     assert record["resolved"]["knn_method_"] == "precomputed"
@@ -215,25 +220,26 @@ def test_tl_reuses_neighbours_with_the_quality_of_its_own_search(digits_small):
 def test_neighbour_size_mismatch_warns_and_is_recorded(digits_small):
     X, _ = digits_small
     adata = _scanpy_like_neighbors(_adata(X), 10, key="nn10")
-    with pytest.warns(UserWarning, match="have 10 per point .* n_neighbors=15: using "
-                                         "n_neighbors=10"):
-        unimap.tl.umap(adata, neighbors_key="nn10", n_epochs=20)
-    assert adata.uns["umap"]["params"]["n_neighbors"] == 10
+    with warnings.catch_warnings():
+        # n_neighbors not asked for: the graph's size, silently
+        warnings.filterwarnings("error", message=".*reused neighbours")
+        unimap.tl.umap(adata, neighbors_key="nn10", maxiter=20)
+    assert adata.uns["unimap"]["umap"]["params"]["n_neighbors"] == 10
     with pytest.warns(UserWarning, match="using n_neighbors=5, the 5 nearest of them"):
-        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=5, n_epochs=20)
-    assert adata.uns["umap"]["resolved"]["n_neighbors_"] == 5
+        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=5, maxiter=20)
+    assert adata.uns["unimap"]["umap"]["resolved"]["n_neighbors_"] == 5
     with pytest.warns(UserWarning, match="n_neighbors=20: using n_neighbors=10"):
-        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=20, n_epochs=20)
-    params = adata.uns["umap"]["params"]
+        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=20, maxiter=20)
+    params = adata.uns["unimap"]["umap"]["params"]
     assert params["n_neighbors"] == 10 and params["requested_n_neighbors"] == 20
     with pytest.warns(UserWarning, match=r"perplexity=30 needs 90 neighbours .* have 9 .* "
                                          "using perplexity=3"):
         unimap.tl.tsne(adata, neighbors_key="nn10", max_iter=100)
     assert adata.uns["tsne"]["params"]["perplexity"] == 3.0
-    assert adata.uns["tsne"]["resolved"]["n_neighbors_"] == 10
+    assert adata.uns["unimap"]["tsne"]["resolved"]["n_neighbors_"] == 10
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=10, n_epochs=20)
+        unimap.tl.umap(adata, neighbors_key="nn10", n_neighbors=10, maxiter=20)
     assert not [w for w in caught if "reused neighbours" in str(w.message)]  # sizes agree
 
 
@@ -246,6 +252,146 @@ def test_real_scanpy_layout(blobs):
     own = unimap.UMAP(n_neighbors=12, n_epochs=10, random_state=0).fit(X)
     np.testing.assert_array_equal(indices, own.knn_indices_)
     np.testing.assert_allclose(distances, own.knn_dists_, rtol=1e-4, atol=1e-4)
+
+
+# -- scanpy's defaults and layout ----------------------------------------------------------------
+# scanpy 1.11's signatures (scanpy/tools/_umap.py, _tsne.py); checked against the installed
+# scanpy where there is one
+SCANPY_UMAP = {"min_dist": 0.5, "spread": 1.0, "n_components": 2, "maxiter": None,
+               "alpha": 1.0, "gamma": 1.0, "negative_sample_rate": 5, "init_pos": "spectral",
+               "random_state": 0, "a": None, "b": None, "key_added": None, "copy": False}
+SCANPY_TSNE = {"n_pcs": None, "use_rep": None, "perplexity": 30, "metric": "euclidean",
+               "early_exaggeration": 12, "learning_rate": 1000, "random_state": 0,
+               "n_jobs": None, "key_added": None, "copy": False}
+
+
+def _defaults(function):
+    import inspect
+
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+@pytest.mark.parametrize("ours, theirs, expected", [
+    ("umap", "umap", SCANPY_UMAP), ("tsne", "tsne", SCANPY_TSNE)])
+def test_tl_defaults_are_scanpys(ours, theirs, expected):
+    defaults = _defaults(getattr(unimap.tl, ours))
+    assert {name: defaults[name] for name in expected} == expected
+    try:
+        import scanpy as sc
+    except ImportError:
+        return
+    scanpy_defaults = _defaults(getattr(sc.tl, theirs))
+    shared = set(scanpy_defaults) & set(defaults) - {"neighbors_key"}  # None: "neighbors"
+    assert {n: defaults[n] for n in shared} == {n: scanpy_defaults[n] for n in shared}
+    assert set(expected) <= set(scanpy_defaults)
+
+
+def test_tl_writes_scanpys_uns_and_keeps_its_own_record_apart(digits_small):
+    from unimap.lowdim.ab_fit import find_ab_params
+
+    X, _ = digits_small
+    adata = _adata(X, n_pcs=10)
+    unimap.tl.umap(adata, maxiter=20)
+    a, b = find_ab_params(1.0, 0.5)  # scanpy's spread and min_dist
+    assert adata.uns["umap"] == {"params": {"a": a, "b": b}}
+    assert abs(a - 0.583) < 1e-3 and abs(b - 1.334) < 1e-3  # umap-learn's fit of these
+    unimap.tl.umap(adata, maxiter=20, random_state=3, key_added="seed3")
+    assert adata.uns["seed3"]["params"]["random_state"] == 3  # scanpy records seeds but 0
+    assert "X_seed3" not in adata.obsm and adata.obsm["seed3"].shape == (300, 2)
+    unimap.tl.tsne(adata, max_iter=60)
+    assert adata.uns["tsne"] == {"params": {
+        "perplexity": 30.0, "early_exaggeration": 12.0, "learning_rate": 1000.0,
+        "n_jobs": -1, "metric": "euclidean"}}
+    unimap.tl.tsne(adata, use_rep="X", n_pcs=5, perplexity=10, max_iter=60, key_added="t")
+    assert adata.uns["t"]["params"]["use_rep"] == "X"  # given: recorded, as scanpy
+    record = adata.uns["unimap"]["t"]
+    assert record["params"]["use_rep"] == "X" and "n_pcs" not in record["params"]  # X: all
+    assert record["resolved"]["learning_rate_"] == record["resolved"]["early_learning_rate_"]
+    assert sorted(adata.uns["unimap"]) == ["seed3", "t", "tsne", "umap"]
+
+
+def test_tl_umap_maps_scanpys_names(digits_small):
+    X, _ = digits_small
+    adata = _adata(X, n_pcs=10)
+    adata.obsm["X_start"] = unimap.PCA(n_components=2).fit_transform(X)
+    unimap.tl.umap(adata, maxiter=15, alpha=0.5, gamma=2.0, init_pos="X_start")
+    params = adata.uns["unimap"]["umap"]["params"]
+    assert (params["n_epochs"], params["learning_rate"], params["repulsion_strength"]) == \
+        (15, 0.5, 2.0)
+    expected = unimap.UMAP(min_dist=0.5, n_epochs=15, learning_rate=0.5, repulsion_strength=2.0,
+                           init=adata.obsm["X_start"], random_state=0)
+    np.testing.assert_array_equal(adata.obsm["X_umap"],
+                                  expected.fit_transform(adata.obsm["X_pca"]))
+    with pytest.raises(TypeError, match="pass maxiter .* or n_epochs, not both"):
+        unimap.tl.umap(adata, maxiter=15, n_epochs=20)
+    with pytest.raises(ValueError, match="init_pos='paga' is not supported"):
+        unimap.tl.umap(adata, init_pos="paga")
+    with pytest.raises(ValueError, match="use_neighbors=False contradicts"):
+        unimap.tl.umap(adata, use_neighbors=False, neighbors_key="neighbors")
+
+
+def test_tl_chooses_the_representation_as_scanpy(digits_small):
+    X, _ = digits_small
+    narrow = _adata(X[:, :40])  # at most 50 variables: X itself, even beside an X_pca
+    narrow.obsm["X_pca"] = unimap.PCA(n_components=5).fit_transform(X[:, :40])
+    unimap.tl.umap(narrow, maxiter=10)
+    assert narrow.uns["unimap"]["umap"]["params"]["use_rep"] == "X"
+    unimap.tl.umap(narrow, maxiter=10, use_rep="X_pca", n_pcs=3)
+    assert narrow.uns["unimap"]["umap"]["resolved"]["n_features_in_"] == 3
+    with pytest.raises(ValueError, match="n_pcs=8, but obsm\\['X_pca'\\] has 5 columns"):
+        unimap.tl.umap(narrow, maxiter=10, use_rep="X_pca", n_pcs=8)
+
+    wide = _adata(X)  # 64 variables and no X_pca: scanpy's PCA first, stored as scanpy does
+    with pytest.warns(UserWarning, match="principal components"), \
+            pytest.raises(ValueError, match="max_iter must be in"):  # a failed fit writes nothing
+        unimap.tl.tsne(wide, n_pcs=20, max_iter=0)
+    assert "X_pca" not in wide.obsm and "unimap" not in wide.uns
+    with pytest.warns(UserWarning, match="64 variables and no obsm\\['X_pca'\\]: embedding its "
+                                         "first 20 principal components"):
+        unimap.tl.tsne(wide, n_pcs=20, max_iter=60, perplexity=10)
+    assert wide.obsm["X_pca"].shape == (300, 20) and wide.varm["PCs"].shape == (64, 20)
+    assert wide.uns["pca"]["params"]["zero_center"] is True
+    assert wide.uns["unimap"]["tsne"]["params"]["use_rep"] == "X_pca"
+    assert wide.uns["unimap"]["tsne"]["resolved"]["n_features_in_"] == 20
+
+
+def test_tl_warns_when_scanpys_connectivities_are_not_umaps(digits_small):
+    X, _ = digits_small
+    adata = _scanpy_like_neighbors(_adata(X, n_pcs=10), 15)
+    adata.uns["neighbors"]["params"]["method"] = "gauss"
+    with pytest.warns(UserWarning, match="method='gauss'; unimap reads the graph's distances"):
+        unimap.tl.umap(adata, maxiter=10)
+    unimap.tl.tsne(adata, max_iter=30, perplexity=5)  # t-SNE searches its own: no warning
+    assert adata.uns["unimap"]["tsne"]["resolved"]["knn_method_"] != "precomputed"
+
+
+def test_scanpy_plots_and_reads_tl_output(blobs, tmp_path):
+    sc = pytest.importorskip("scanpy")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    X, y = blobs
+    adata = _adata(X, y)
+    sc.pp.neighbors(adata, n_neighbors=15, use_rep="X")
+    unimap.tl.umap(adata, maxiter=30)
+    assert adata.uns["unimap"]["umap"]["resolved"]["knn_method_"] == "precomputed"
+    unimap.tl.tsne(adata, max_iter=100)
+    for plot in (sc.pl.umap, sc.pl.tsne):
+        ax = plot(adata, color="label", show=False)
+        assert len(ax.collections) >= 1 and len(ax.get_legend_handles_labels()[1]) == 4
+        plt.close("all")
+    adata.write_h5ad(tmp_path / "a.h5ad")
+    back = ad.read_h5ad(tmp_path / "a.h5ad")
+    assert back.uns["umap"]["params"].keys() == {"a", "b"}
+    ours = adata.uns["umap"]["params"]
+    sc.tl.umap(back)  # scanpy's own writes the same layout
+    assert back.uns["umap"]["params"].keys() == ours.keys()
+    np.testing.assert_allclose([back.uns["umap"]["params"]["a"],
+                                back.uns["umap"]["params"]["b"]], [ours["a"], ours["b"]],
+                               rtol=1e-3)
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -280,13 +426,13 @@ def test_scanpy_n_pcs_is_honoured_and_tuples_recorded(digits_small):
     adata.obsm["X_pca10"] = pcs[:, :10]
     _scanpy_like_neighbors(adata, 15, use_rep="X_pca10")
     adata.uns["neighbors"]["params"].update(use_rep="X_pca", n_pcs=10)
-    unimap.tl.umap(adata, use_neighbors=True, n_epochs=20)
-    record = adata.uns["umap"]
+    unimap.tl.umap(adata, use_neighbors=True, maxiter=20)
+    record = adata.uns["unimap"]["umap"]
     assert record["params"]["n_pcs"] == 10 and record["params"]["use_rep"] == "X_pca"
     assert record["resolved"]["n_features_in_"] == 10
-    unimap.tl.tsne(adata, max_iter=60, perplexity=5)
-    resolved = adata.uns["tsne"]["resolved"]
-    assert resolved["learning_rate_"] > 0 and resolved["early_learning_rate_"] > 0
+    unimap.tl.tsne(adata, max_iter=60, perplexity=5, learning_rate="auto")
+    resolved = adata.uns["unimap"]["tsne"]["resolved"]
+    assert resolved["learning_rate_"] == 75.0 and resolved["early_learning_rate_"] == 50.0
 
 
 def test_transform_reads_the_representation_fit_used(digits_small):
