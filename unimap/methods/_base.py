@@ -207,12 +207,6 @@ class NeighborEmbedding(UnimapEstimator):
     def _n_features_out(self) -> int:
         return self.embedding_.shape[1]
 
-    _SUBSET_VARIANCE = (
-        "UMAP's placement of a new point is batch independent in its neighbours and "
-        "memberships, but the exact kNN's float32 BLAS distances differ in the last bits with "
-        "the batch size (up to 1.4e-3 near zero distance, measured) and the SGD amplifies "
-        "them (open: a batch-independent distance kernel)")
-
     # -- shared steps ------------------------------------------------------------------------
     def _place_phases(self, fit: FitPlan, X: Any) -> None:
         """``fit.devices_`` (phase -> ``"cpu"`` or ``"cuda"``) and ``fit.device_`` (``"cuda"``

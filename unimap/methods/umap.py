@@ -162,7 +162,7 @@ default="spectral"
     embedding_ : ndarray of shape (n_samples, n_components), float32
     graph_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         Symmetric fuzzy graph (before pruning for the epoch count).
-    knn_indices_, knn_dists_ : ndarrays of shape (n_samples, n_neighbors_)
+    knn_indices_, knn_dists_ : ndarrays of shape (n_samples, ``n_neighbors_``)
     sigmas_, rhos_ : ndarrays of shape (n_samples,)
     a_, b_ : float
         Kernel parameters used.
@@ -279,10 +279,6 @@ default="spectral"
         self.dens_frac = dens_frac
         self.dens_var_shift = dens_var_shift
         self.output_dens = output_dens
-
-    def _expected_failed_checks(self) -> dict[str, str]:
-        return {**super()._expected_failed_checks(),
-                "check_methods_subset_invariance": self._SUBSET_VARIANCE}
 
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
