@@ -154,7 +154,7 @@ default="pca"
     method_ : str
     n_neighbors_ : int
         Columns of the kNN graph, the point itself included (⌊3·perplexity_⌋ + 1).
-    knn_indices_, knn_dists_ : ndarrays of shape (n_samples, n_neighbors_)
+    knn_indices_, knn_dists_ : ndarrays of shape (n_samples, ``n_neighbors_``)
     knn_method_ : str
     init_, init_info_ : the initialization used, and how
     n_features_in_ : int

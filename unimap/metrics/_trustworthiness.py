@@ -137,9 +137,9 @@ def trustworthiness(
     n_neighbors : int, default=5
         ``k``; must be less than ``n_samples / 2`` (as scikit-learn requires) for the value to
         lie in [0, 1].
-    metric : {"euclidean", "cosine", "correlation", "manhattan", "precomputed"}, \
-default="euclidean"
-        Distance in the input space; the embedding is always euclidean.
+    metric : str, default="euclidean"
+        Distance in the input space: "euclidean", "cosine", "correlation", "manhattan" or
+        "precomputed"; the embedding is always euclidean.
     n_jobs : int, default=-1
         Threads for the neighbour search and the rank counting (-1: all cores).
 
@@ -192,9 +192,9 @@ def continuity(
     embedding : array-like of shape (n_samples, n_components)
     n_neighbors : int, default=5
         ``k``; must be less than ``n_samples / 2``.
-    metric : {"euclidean", "cosine", "correlation", "manhattan", "precomputed"}, \
-default="euclidean"
-        Distance in the input space.
+    metric : str, default="euclidean"
+        Distance in the input space: "euclidean", "cosine", "correlation", "manhattan" or
+        "precomputed".
     n_jobs : int, default=-1
         Threads (-1: all cores).
 
