@@ -403,8 +403,8 @@ def test_cli_embed_h5ad_write_back_and_evaluate(tmp_path, digits_small, capsys):
                  "X", "--n-epochs", "20", "-o", str(tmp_path / "m.png"), "-q"]) == 0
     back = ad.read_h5ad(path)
     assert back.obsm["X_umap"].shape == (300, 2)
-    assert back.uns["umap"]["params"]["n_epochs"] == 20
-    assert back.uns["umap"]["params"]["use_rep"] == "X"
+    assert back.uns["unimap"]["umap"]["params"]["n_epochs"] == 20
+    assert back.uns["unimap"]["umap"]["params"]["use_rep"] == "X"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.h5ad", "m.png"]  # no .npy
     assert main(["evaluate", str(path), str(path), "--use-rep", "X", "--embedding-rep",
                  "X_umap", "--label-column", "label", "--json"]) == 0
@@ -447,3 +447,19 @@ def test_transform_reads_the_representation_fit_used(digits_small):
     assert model.transform(new).shape == (100, 2)
     refit = model.fit(X[:200])  # a refit on an array forgets the representation
     assert not hasattr(refit, "use_rep_")
+
+
+def test_cli_write_back_writes_the_layout_tl_writes(tmp_path, digits_small):
+    # `unimap embed cells.h5ad --write-back` and unimap.tl.umap leave the same uns layout:
+    # scanpy's uns["umap"] (read by sc.pl.umap) and unimap's record in uns["unimap"]
+    from unimap.cli import main
+
+    X, _ = digits_small
+    _adata(X).write_h5ad(tmp_path / "d.h5ad")
+    assert main(["embed", str(tmp_path / "d.h5ad"), "--write-back", "--n-epochs", "30"]) == 0
+    back = ad.read_h5ad(tmp_path / "d.h5ad")
+    assert back.obsm["X_umap"].shape == (300, 2)
+    assert list(back.uns["umap"]) == ["params"]
+    assert set(back.uns["umap"]["params"]) == {"a", "b"}
+    assert back.uns["unimap"]["umap"]["method"] == "umap"
+    assert back.uns["unimap"]["umap"]["params"]["n_epochs"] == 30

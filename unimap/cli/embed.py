@@ -179,19 +179,25 @@ def _embed(args) -> int:
     embedding = estimator.fit_transform(X, labels if args.supervised else None)
     elapsed = time.perf_counter() - start
     from unimap.io.anndata_input import fit_record
+    from unimap.io.scanpy_layout import scanpy_params
 
     record = fit_record(estimator, args.method, **(
         {"use_rep": args.use_rep} if args.use_rep else {}))
+    # an .h5ad gets scanpy's uns[<key>] (as unimap.tl writes it, so sc.pl.umap reads it)
+    # and unimap's record in uns["unimap"][<key>]
+    scanpy = (None if args.method == "pca"
+              else {"params": scanpy_params(args.method, estimator, args.use_rep)})
     files = []
     with contextlib.ExitStack() as stack:
         # The model is renamed into place only once the embedding is written.
         if args.save_model:
             estimator.save(stack.enter_context(atomic_path(args.save_model)))
         if out_emb is not None:
-            files.append(str(write_embedding(out_emb, embedding, name=key, params=record)))
+            files.append(str(write_embedding(out_emb, embedding, name=key, params=scanpy,
+                                             record=record)))
         if args.write_back:
-            write_embedding(args.input, embedding, name=key, params=record)
-            files.append(f"{args.input} (obsm['X_{key}'], uns['{key}'])")
+            write_embedding(args.input, embedding, name=key, params=scanpy, record=record)
+            files.append(f"{args.input} (obsm['X_{key}'], uns['{key}'], uns['unimap']['{key}'])")
     files += [args.save_model] if args.save_model else []
     if picture is not None:
         # drawn last, so that a failed picture loses nothing the fit made

@@ -59,6 +59,7 @@ def write_embedding(
     name: str = "unimap",
     params: dict[str, Any] | None = None,
     key_added: str | None = None,
+    record: dict[str, Any] | None = None,
 ) -> Path:
     """Write an embedding atomically (a failure leaves no partial file).
 
@@ -76,6 +77,9 @@ def write_embedding(
         ``.h5ad`` only: stored as ``uns[<name>]`` (e.g. ``{"params": {...}}``).
     key_added : str or None, default=None
         ``.h5ad`` only: the ``obsm`` and ``uns`` key instead of ``X_<name>`` and ``<name>``.
+    record : dict or None, default=None
+        ``.h5ad`` only: unimap's record of the fit, stored as ``uns["unimap"][<name>]``
+        beside scanpy's ``uns[<name>]`` (as :mod:`unimap.tl` writes it).
 
     Returns
     -------
@@ -96,7 +100,8 @@ def write_embedding(
     suffix = path.suffix.lower()
     columns = embedding_columns(embedding.shape[1], name)
     if suffix == ".h5ad":
-        _write_h5ad(path, embedding, key_added or f"X_{name}", key_added or name, params)
+        _write_h5ad(path, embedding, key_added or f"X_{name}", key_added or name, params,
+                    record)
         return path
     with atomic_path(path) as tmp:
         if suffix == ".npy":
@@ -118,7 +123,7 @@ def write_embedding(
 
 
 def _write_h5ad(path: Path, embedding: np.ndarray, obsm_key: str, uns_key: str,
-                params: dict[str, Any] | None) -> None:
+                params: dict[str, Any] | None, record: dict[str, Any] | None) -> None:
     anndata = _optional("anndata")
     if path.exists():
         adata = _read_anndata(path)
@@ -132,5 +137,9 @@ def _write_h5ad(path: Path, embedding: np.ndarray, obsm_key: str, uns_key: str,
     adata.obsm[obsm_key] = embedding
     if params is not None:
         adata.uns[uns_key] = params
+    if record is not None:
+        if not isinstance(adata.uns.get("unimap"), dict):
+            adata.uns["unimap"] = {}
+        adata.uns["unimap"][uns_key] = record
     with atomic_path(path) as tmp:
         adata.write_h5ad(tmp)
