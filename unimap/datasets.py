@@ -62,6 +62,17 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     -------
     array : ndarray
         Array with the shape stored in the header, in native byte order.
+
+    Examples
+    --------
+    >>> import gzip, struct
+    >>> from unimap.datasets import read_idx
+    >>> header = struct.pack(">HBB", 0, 0x08, 2) + struct.pack(">II", 2, 3)  # uint8, 2 x 3
+    >>> with gzip.open("tiny-idx2-ubyte.gz", "wb") as fh:
+    ...     _ = fh.write(header + bytes(range(6)))
+    >>> read_idx("tiny-idx2-ubyte.gz")
+    array([[0, 1, 2],
+           [3, 4, 5]], dtype=uint8)
     """
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
@@ -157,6 +168,13 @@ def load_mnist(
     -------
     X : ndarray of shape (n_samples, 784)
     y : ndarray of shape (n_samples,), int64 labels 0..9
+
+    Examples
+    --------
+    >>> from unimap.datasets import load_mnist
+    >>> X, y = load_mnist()  # doctest: +SKIP
+    >>> X.shape, X.dtype, y.shape  # doctest: +SKIP
+    ((70000, 784), dtype('float32'), (70000,))
     """
     if subset not in ("all", "train", "test"):
         raise ValueError(f"subset must be 'all', 'train' or 'test', got {subset!r}")
@@ -189,6 +207,13 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     -------
     X : ndarray of shape (1797, 64), float32
     y : ndarray of shape (1797,), int64
+
+    Examples
+    --------
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> X.shape, X.dtype, y.shape, sorted(set(y.tolist())) == list(range(10))
+    ((1797, 64), dtype('float32'), (1797,), True)
     """
     # Read scikit-learn's data file directly: importing sklearn.datasets costs ~0.8 s, more
     # than an embedding of these digits. Its loader is the fallback if the file moved.
@@ -222,6 +247,13 @@ def make_blobs(
     -------
     X : ndarray of shape (n_samples, n_features), float32
     y : ndarray of shape (n_samples,), int64
+
+    Examples
+    --------
+    >>> from unimap.datasets import make_blobs
+    >>> X, y = make_blobs(n_samples=300, n_features=5, centers=3, random_state=0)
+    >>> X.shape, X.dtype, sorted(set(y.tolist()))
+    ((300, 5), dtype('float32'), [0, 1, 2])
     """
     rng = np.random.default_rng(random_state)
     means = rng.uniform(-center_box, center_box, size=(centers, n_features))
@@ -238,7 +270,18 @@ BUILTIN = {
 
 
 def load_builtin(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Load a built-in dataset by name (``"digits"``, ``"mnist"``, ``"blobs"``)."""
+    """Load a built-in dataset by name (``"digits"``, ``"mnist"``, ``"blobs"``).
+
+    Examples
+    --------
+    >>> from unimap.datasets import load_builtin
+    >>> X, y = load_builtin("digits")
+    >>> X.shape
+    (1797, 64)
+    >>> load_builtin("iris")
+    Traceback (most recent call last):
+    ValueError: unknown dataset 'iris'; built-in datasets are ['blobs', 'digits', 'mnist']
+    """
     try:
         loader = BUILTIN[name]
     except KeyError:

@@ -142,6 +142,21 @@ def embed(
     unimap reads the distances and computes the fuzzy memberships itself (scanpy's
     ``obsp["connectivities"]``, equal for scanpy's default ``method="umap"``). A fit on
     reused neighbours has no neighbour index: it cannot ``transform`` new points.
+
+    Examples
+    --------
+    >>> import anndata, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> adata = anndata.AnnData(X[:500])
+    >>> adata.obsm["X_pca"] = unimap.PCA(n_components=20).fit_transform(X[:500])
+    >>> unimap.tl.embed(adata, "gdr", random_state=0)  # in place: returns None
+    >>> adata.obsm["X_gdr"].shape, adata.uns["unimap"]["gdr"]["estimator"]
+    ((500, 2), 'GDR')
+    >>> copy = unimap.tl.embed(adata, "gdr-tsne", key_added="X_gdr_k30", n_neighbors=30,
+    ...                        random_state=0, copy=True)
+    >>> "X_gdr_k30" in copy.obsm, "X_gdr_k30" in adata.obsm
+    (True, False)
     """
     _check_anndata(adata)
     if method not in _METHODS:
@@ -318,6 +333,19 @@ default="spectral"
     ``method="umap"``); without stored neighbours unimap searches them instead of raising;
     ``method="rapids"`` and ``init_pos="paga"`` are not offered. The optimizer is unimap's,
     so the same seed does not give umap-learn's embedding.
+
+    Examples
+    --------
+    >>> import anndata, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> adata = anndata.AnnData(X[:500])
+    >>> adata.obsm["X_pca"] = unimap.PCA(n_components=20).fit_transform(X[:500])
+    >>> unimap.tl.umap(adata, random_state=0)  # scanpy's defaults (min_dist=0.5)
+    >>> adata.obsm["X_umap"].shape, adata.obsm["X_umap"].dtype
+    ((500, 2), dtype('float32'))
+    >>> sorted(adata.uns["umap"]["params"])  # as scanpy writes it
+    ['a', 'b']
     """
     _check_anndata(adata)
     if isinstance(init_pos, str) and init_pos == "paga":
@@ -395,6 +423,19 @@ def tsne(
     unimap's TSNE (Barnes-Hut below 10,000 cells, FFT beyond) runs 750 iterations by
     default against scikit-learn's 1000 (``max_iter``); wide data without ``X_pca`` gets
     unimap's PCA rather than scanpy's.
+
+    Examples
+    --------
+    >>> import anndata, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> adata = anndata.AnnData(X[:500])
+    >>> adata.obsm["X_pca"] = unimap.PCA(n_components=20).fit_transform(X[:500])
+    >>> unimap.tl.tsne(adata, random_state=0)
+    >>> adata.obsm["X_tsne"].shape
+    (500, 2)
+    >>> adata.uns["unimap"]["tsne"]["estimator"]
+    'TSNE'
     """
     return embed(adata, "tsne", use_rep=use_rep, n_pcs=n_pcs, key_added=key_added, copy=copy,
                  random_state=random_state, perplexity=perplexity, metric=metric,
@@ -405,7 +446,20 @@ def tsne(
 def gdr(adata: Any, *, normalized: bool = False, **kwargs: Any) -> Any:
     """:func:`embed` with ``method="gdr"`` (``obsm["X_gdr"]``; ``uns["gdr"]`` as UMAP's), or
     ``"gdr-tsne"`` with ``normalized=True`` (``obsm["X_gdr_tsne"]``; ``uns["gdr_tsne"]`` as
-    t-SNE's), with ``unimap.GDR``'s defaults."""
+    t-SNE's), with ``unimap.GDR``'s defaults.
+
+    Examples
+    --------
+    >>> import anndata, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> adata = anndata.AnnData(X[:500])
+    >>> adata.obsm["X_pca"] = unimap.PCA(n_components=20).fit_transform(X[:500])
+    >>> unimap.tl.gdr(adata, random_state=0)
+    >>> unimap.tl.gdr(adata, normalized=True, random_state=0)  # t-SNE-like
+    >>> sorted(key for key in adata.obsm if key.startswith("X_gdr"))
+    ['X_gdr', 'X_gdr_tsne']
+    """
     return embed(adata, "gdr-tsne" if normalized else "gdr", **kwargs)
 
 

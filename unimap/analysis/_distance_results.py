@@ -183,6 +183,18 @@ def plot_sort_index_change(result: SortIndexChange, ax: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.sort_index_change(X[:500], embedding, n_samples=200, random_state=0)
+    >>> fig = analysis.plot_sort_index_change(result)  # or result.plot()
+    >>> type(fig).__name__
+    'Figure'
     """
     fig, ax = new_axes(ax)
     n = result.change.shape[0]
@@ -206,6 +218,18 @@ def plot_distance_comparison(result: DistanceComparison, ax: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.distance_comparison(X[:500], embedding, n_samples=200, random_state=0)
+    >>> fig = analysis.plot_distance_comparison(result)  # or result.plot()
+    >>> type(fig).__name__
+    'Figure'
     """
     fig, ax = new_axes(ax)
     _scatter_with_mean(ax, result.high, result.low, result.bin_high, result.bin_low,
@@ -227,6 +251,18 @@ def plot_sorted_distances(result: SortedDistances, ax: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.sorted_distances(X[:500], embedding, n_samples=200, random_state=0)
+    >>> fig = analysis.plot_sorted_distances(result)  # or result.plot()
+    >>> type(fig).__name__
+    'Figure'
     """
     fig, ax = new_axes(ax)
     n = result.low.shape[0]
@@ -250,6 +286,18 @@ def plot_relative_error(result: RelativeError, ax: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.relative_error(X[:500], embedding, n_samples=200, random_state=0)
+    >>> fig = analysis.plot_relative_error(result)  # or result.plot()
+    >>> type(fig).__name__
+    'Figure'
     """
     fig, ax = new_axes(ax)
     n = result.error.shape[0]

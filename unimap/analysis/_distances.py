@@ -100,6 +100,19 @@ default="euclidean"
     Returns
     -------
     SortIndexChange
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.sort_index_change(X[:500], embedding, n_samples=200, random_state=0)
+    >>> result.change.shape  # every pair of the 200 sampled points
+    (19900,)
+    >>> bool(0 < result.mean_abs_change < 0.5)
+    True
     """
     return _sort_index_change(*_sample(X, embedding, n_samples, random_state, metric), n_bins)
 
@@ -129,6 +142,19 @@ default="euclidean"
     Returns
     -------
     DistanceComparison
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.distance_comparison(X[:500], embedding, n_samples=200, random_state=0)
+    >>> result.high.shape, result.low.shape, result.bin_low.shape
+    ((19900,), (19900,), (100,))
+    >>> bool(result.pearson > 0.5)  # PCA keeps distances roughly in proportion
+    True
     """
     return _distance_comparison(*_sample(X, embedding, n_samples, random_state, metric),
                                 n_bins)
@@ -158,6 +184,17 @@ default="euclidean"
     Returns
     -------
     SortedDistances
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.sorted_distances(X[:500], embedding, n_samples=200, random_state=0)
+    >>> result.low.shape, result.bin_low.shape
+    ((19900,), (100,))
     """
     return _sorted_distances(*_sample(X, embedding, n_samples, random_state, metric), n_bins)
 
@@ -186,5 +223,18 @@ default="euclidean"
     Returns
     -------
     RelativeError
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.relative_error(X[:500], embedding, n_samples=200, random_state=0)
+    >>> result.error.shape
+    (19900,)
+    >>> bool(0 <= result.median_error <= 1)
+    True
     """
     return _relative_error(*_sample(X, embedding, n_samples, random_state, metric), n_bins)

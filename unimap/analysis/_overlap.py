@@ -144,6 +144,19 @@ default="euclidean"
     Returns
     -------
     NeighborOverlap
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.neighbor_overlap(X[:500], embedding, n_samples=200, random_state=0)
+    >>> result.per_anchor.shape == (200, result.ks.size)
+    True
+    >>> bool(result.overlap[0] > result.chance)  # nearest neighbours: better than chance
+    True
     """
     X, embedding = check_pair(X, embedding, metric, min_samples=2)
     n = X.shape[0]
@@ -179,6 +192,18 @@ def plot_neighbor_overlap(result: NeighborOverlap, ax: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> result = analysis.neighbor_overlap(X[:500], embedding, n_samples=200, random_state=0)
+    >>> fig = analysis.plot_neighbor_overlap(result)  # or result.plot()
+    >>> type(fig).__name__
+    'Figure'
     """
     fig, ax = new_axes(ax)
     ks = result.ks

@@ -91,6 +91,17 @@ default="euclidean"
     Returns
     -------
     EmbeddingAnalysis
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> embedding = unimap.PCA().fit_transform(X[:500])
+    >>> report = analysis.embedding_analysis(X[:500], embedding, n_samples=200, random_state=0)
+    >>> report.sort_index_change.change.shape, report.neighbor_overlap.per_anchor.shape[0]
+    ((19900,), 200)
     """
     rng = _rng(random_state)
     sample = _sample(X, embedding, n_samples, rng, metric)
@@ -128,6 +139,20 @@ def plot_embedding_analysis(results: EmbeddingAnalysis | Mapping[str, EmbeddingA
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> methods = {"PCA": unimap.PCA(), "GDR": unimap.GDR(random_state=0)}
+    >>> reports = {name: analysis.embedding_analysis(X[:500], method.fit_transform(X[:500]),
+    ...                                              n_samples=200, random_state=0)
+    ...            for name, method in methods.items()}
+    >>> fig = analysis.plot_embedding_analysis(reports)  # one row per embedding
+    >>> len(fig.axes)
+    10
     """
     named = dict(results) if isinstance(results, Mapping) else {"": results}
     if not named:

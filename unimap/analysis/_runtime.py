@@ -130,6 +130,15 @@ def runtime_profile(
     Returns
     -------
     RuntimeProfile
+
+    Examples
+    --------
+    >>> from unimap import analysis
+    >>> profile = analysis.runtime_profile(dims=(10, 100), n_samples=300, random_state=0)
+    >>> profile.dims.tolist(), profile.phases[0]
+    ([10, 100], 'neighbors')
+    >>> bool(((0 <= profile.knn_share) & (profile.knn_share <= 1)).all())
+    True
     """
     dims = _check_dims(dims)
     n_samples = check_int(n_samples, "n_samples", 2)
@@ -175,6 +184,14 @@ def plot_runtime_profile(result: RuntimeProfile, axes: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> from unimap import analysis
+    >>> profile = analysis.runtime_profile(dims=(10, 100), n_samples=300, random_state=0)
+    >>> fig = analysis.plot_runtime_profile(profile)  # or profile.plot()
+    >>> len(fig.axes) >= 2
+    True
     """
     plt = pyplot()
     if axes is None:

@@ -75,6 +75,16 @@ def clone_estimator(estimator: Any) -> Any:
     else a new instance of its class built from the attributes named like the parameters of
     its ``__init__``, deep-copied, as unimap's estimators store them), a class (instantiated
     with its defaults) or a function of no arguments that returns a new estimator.
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.analysis import clone_estimator
+    >>> copy = clone_estimator(unimap.UMAP(n_neighbors=30, random_state=0))
+    >>> copy.n_neighbors, copy.random_state, hasattr(copy, "embedding_")
+    (30, 0, False)
+    >>> type(clone_estimator(unimap.GDR)).__name__  # a class: a new instance with its defaults
+    'GDR'
     """
     if isinstance(estimator, type) or (callable(estimator) and not hasattr(estimator, "fit")):
         new = estimator()
@@ -131,6 +141,16 @@ def procrustes_align(source: Any, target: Any) -> tuple[np.ndarray, float]:
     disparity : float
         Residual sum of squares relative to that of the centred target, in [0, 1] (0: equal
         up to a similarity transform), as :func:`scipy.spatial.procrustes` reports it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.analysis import procrustes_align
+    >>> target = np.random.default_rng(0).normal(size=(50, 2))
+    >>> turned = 2 * target @ np.array([[0.0, -1.0], [1.0, 0.0]]) + 5  # rotated, scaled, moved
+    >>> aligned, disparity = procrustes_align(turned, target)
+    >>> bool(np.allclose(aligned, target)), round(disparity, 6)
+    (True, 0.0)
     """
     from scipy.linalg import orthogonal_procrustes
 
@@ -190,6 +210,18 @@ def subsample_stability(
     Returns
     -------
     SubsampleStability
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> result = analysis.subsample_stability(X[:500], unimap.PCA(), n_repeats=3, random_state=0)
+    >>> result.displacement.shape  # 3 sub-samples of half the points
+    (3, 250)
+    >>> bool(result.median_displacement < 1)
+    True
     """
     X = check_array(X, "X", accept_sparse=True, min_samples=3, dtype=None)
     n = X.shape[0]
@@ -265,6 +297,17 @@ def plot_subsample_stability(result: SubsampleStability, axes: Any = None):
     Returns
     -------
     matplotlib Figure
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import analysis
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> result = analysis.subsample_stability(X[:500], unimap.PCA(), n_repeats=3, random_state=0)
+    >>> fig = analysis.plot_subsample_stability(result)  # or result.plot()
+    >>> len(fig.axes) >= 2
+    True
     """
     if axes is None:
         fig, axes = pyplot().subplots(1, 2, figsize=(11.0, 4.5))

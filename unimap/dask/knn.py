@@ -69,6 +69,18 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
         Bad parameters, unknown row counts, non-finite values (named by row, at compute
         time), or a row whose probed shards hold fewer than ``n_neighbors`` rows (at compute
         time; use fewer shards or more probes).
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap
+    >>> X = da.random.default_rng(0).standard_normal((4_000, 10), chunks=1_000)
+    >>> graph = unimap.dask.knn_graph(X, n_neighbors=15, n_shards=2, random_state=0)  # lazy
+    >>> indices, distances = graph.compute()
+    >>> indices.shape, bool((indices[:, 0] == range(4_000)).all())  # column 0: the row itself
+    ((4000, 15), True)
+    >>> model = unimap.GDR(precomputed_knn=(indices, distances), random_state=0)
+    >>> model.fit(X.compute()).embedding_.shape
+    (4000, 2)
     """
     from unimap.neighbors.graph import _prepare
     from unimap.runtime.random_streams import seed_from_random_state
@@ -119,6 +131,15 @@ def knn_graph_recall(X: Any, knn_indices: Any, *, metric: str = "euclidean",
     -------
     unimap.metrics.SampledScore
         ``value`` in [0, 1] and its standard error.
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap
+    >>> X = da.random.default_rng(0).standard_normal((4_000, 10), chunks=1_000)
+    >>> indices, _ = unimap.dask.knn_graph(X, n_shards=2, random_state=0).compute()
+    >>> recall, stderr = unimap.dask.knn_graph_recall(X, indices, sample_size=200, random_state=0)
+    >>> bool(recall > 0.9)
+    True
     """
     from unimap.metrics._graph import _check_indices, score_listed
     from unimap.metrics._neighborhood import _sample_queries

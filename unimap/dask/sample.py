@@ -54,6 +54,17 @@ def scatter_moments(X: Any) -> Moments:
     ValueError
         Unknown row counts, no rows, or a NaN or infinity in some block (named by its row
         range).
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, unimap
+    >>> X = da.random.default_rng(0).standard_normal((10_000, 4), chunks=2_500)
+    >>> moments = unimap.dask.scatter_moments(X)
+    >>> int(moments.n), moments.mean.shape, moments.scatter.shape
+    (10000, (4,), (4, 4))
+    >>> dense = X.compute()
+    >>> bool(np.allclose(moments.mean, dense.mean(axis=0)))
+    True
     """
     import dask
 
@@ -134,6 +145,14 @@ def sample_rows(X: Any, n_sample: int, random_state: Any = None) -> tuple[np.nda
     -------
     indices : ndarray of shape (n_sample,), int64, sorted
     rows : ndarray of shape (n_sample, n_features)
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap
+    >>> X = da.arange(20_000, chunks=5_000).reshape(10_000, 2)
+    >>> indices, rows = unimap.dask.sample_rows(X, 5, random_state=0)
+    >>> rows.shape, bool((rows[:, 0] == 2 * indices).all())  # the rows named by the indices
+    ((5, 2), True)
     """
     from unimap.runtime.random_streams import seed_from_random_state
     from unimap.runtime.validation import check_int

@@ -164,6 +164,18 @@ def load(path: str | os.PathLike) -> Any:
     ValueError
         If the file is not a unimap model file, is of a newer format version, or is damaged
         or inconsistent; the message names the problem.
+
+    Examples
+    --------
+    >>> import numpy as np, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> model = unimap.UMAP(n_epochs=50, random_state=0).fit(X[:500])
+    >>> path = model.save("digits.unimap")
+    >>> again = unimap.load("digits.unimap")
+    >>> type(again).__name__, bool(np.array_equal(again.transform(X[500:510]),
+    ...                                           model.transform(X[500:510])))
+    ('UMAP', True)
     """
     where = os.fspath(path)
     try:

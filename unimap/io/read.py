@@ -83,7 +83,14 @@ def read_table(
 
     Examples
     --------
-    >>> X, labels = read_table("cells.csv", label_column="cell_type")  # doctest: +SKIP
+    >>> import csv
+    >>> from unimap.io import read_table
+    >>> with open("cells.csv", "w", newline="") as fh:
+    ...     csv.writer(fh).writerows([["gene_a", "gene_b", "cell_type"],
+    ...                               [0.5, 1.0, "B"], [2.0, 0.0, "T"], [1.5, 0.5, "T"]])
+    >>> X, labels = read_table("cells.csv", label_column="cell_type")
+    >>> X.shape, X.dtype, labels.tolist()
+    ((3, 2), dtype('float64'), ['B', 'T', 'T'])
     >>> X, labels = read_table("pbmc.h5ad", "louvain", use_rep="X")  # doctest: +SKIP
     """
     path = Path(path)
@@ -267,7 +274,18 @@ def _read_h5ad(path: Path, use_rep: str | None, label_column: str | None
 # Metadata tables: columns by name -----------------------------------------------------------
 def column_names(path: str | os.PathLike) -> list[str]:
     """The column names of a table of metadata: a CSV/TSV header (else "0", "1", ...), a
-    Parquet schema, an ``.h5ad``'s ``obs`` columns, or "0", "1", ... of an ``.npy``."""
+    Parquet schema, an ``.h5ad``'s ``obs`` columns, or "0", "1", ... of an ``.npy``.
+
+    Examples
+    --------
+    >>> from unimap.io import column_names
+    >>> import csv
+    >>> with open("cells.csv", "w", newline="") as fh:
+    ...     csv.writer(fh).writerows([["barcode", "cell_type", "score"],
+    ...                               ["AAC", "B", 0.5], ["AAG", "T", 0.25]])
+    >>> column_names("cells.csv")
+    ['barcode', 'cell_type', 'score']
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"file not found: {path}")
@@ -295,7 +313,19 @@ def column_names(path: str | os.PathLike) -> list[str]:
 def read_columns(path: str | os.PathLike, names: list[str]) -> dict[str, np.ndarray]:
     """Columns ``names`` of a metadata table (see :func:`column_names`): numbers as numbers
     (whole numbers as int64), anything else as text. Unlike :func:`read_table`, any number of
-    text columns."""
+    text columns.
+
+    Examples
+    --------
+    >>> from unimap.io import read_columns
+    >>> import csv
+    >>> with open("cells.csv", "w", newline="") as fh:
+    ...     csv.writer(fh).writerows([["barcode", "cell_type", "score"],
+    ...                               ["AAC", "B", 0.5], ["AAG", "T", 0.25]])
+    >>> columns = read_columns("cells.csv", ["cell_type", "score"])
+    >>> columns["cell_type"].tolist(), columns["score"].tolist()
+    (['B', 'T'], [0.5, 0.25])
+    """
     path = Path(path)
     available = column_names(path)
     missing = [name for name in names if name not in available]

@@ -106,8 +106,20 @@ def knn_from_neighbors(adata: Any, neighbors_key: str = "neighbors"
 
     Examples
     --------
-    >>> knn = knn_from_neighbors(adata)  # doctest: +SKIP
-    >>> unimap.UMAP(n_neighbors=knn[0].shape[1], precomputed_knn=knn).fit(adata)  # +SKIP
+    >>> import anndata, unimap
+    >>> from sklearn.neighbors import kneighbors_graph
+    >>> from unimap.datasets import load_digits
+    >>> from unimap.tl import knn_from_neighbors
+    >>> X, _ = load_digits()
+    >>> adata = anndata.AnnData(X[:500])
+    >>> adata.obsp["distances"] = kneighbors_graph(X[:500], 14, mode="distance")  # as scanpy's
+    >>> adata.uns["neighbors"] = {"distances_key": "distances", "params": {"n_neighbors": 15}}
+    >>> indices, distances = knn_from_neighbors(adata)
+    >>> indices.shape, bool((indices[:, 0] == range(500)).all())  # column 0: the cell itself
+    ((500, 15), True)
+    >>> model = unimap.UMAP(n_neighbors=15, precomputed_knn=(indices, distances), random_state=0)
+    >>> model.fit(X[:500]).embedding_.shape
+    (500, 2)
     """
     if not is_anndata(adata):
         raise TypeError(f"adata must be an anndata.AnnData, got {type(adata).__name__}")

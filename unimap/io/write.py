@@ -25,7 +25,14 @@ WRITE_FORMATS = (".npy", ".csv", ".tsv", ".parquet", ".h5ad")
 
 
 def embedding_columns(n_components: int, name: str = "unimap") -> list[str]:
-    """Column names of a written embedding: ``<name>1, <name>2, ...`` (``umap1, umap2``)."""
+    """Column names of a written embedding: ``<name>1, <name>2, ...`` (``umap1, umap2``).
+
+    Examples
+    --------
+    >>> from unimap.io import embedding_columns
+    >>> embedding_columns(3, "umap")
+    ['umap1', 'umap2', 'umap3']
+    """
     return [f"{name}{i + 1}" for i in range(n_components)]
 
 
@@ -39,6 +46,15 @@ def check_output_path(path: str | os.PathLike) -> Path:
         An unsupported suffix.
     ImportError
         pyarrow or anndata missing for ``.parquet`` or ``.h5ad``.
+
+    Examples
+    --------
+    >>> from unimap.io import check_output_path
+    >>> check_output_path("map.csv").name
+    'map.csv'
+    >>> check_output_path("map.xlsx")
+    Traceback (most recent call last):
+    ValueError: cannot write an embedding as 'map.xlsx': use one of ...
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -92,6 +108,19 @@ def write_embedding(
         observations differs from the embedding's rows.
     ImportError
         pyarrow or anndata missing (the message names the extra to install).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.io import read_table, write_embedding
+    >>> embedding = np.arange(6, dtype=np.float32).reshape(3, 2)
+    >>> write_embedding("map.csv", embedding, name="umap").name
+    'map.csv'
+    >>> print(open("map.csv").read().splitlines()[0])
+    umap1,umap2
+    >>> X, _ = read_table("map.csv")
+    >>> bool(np.array_equal(X, embedding))
+    True
     """
     path = check_output_path(path)
     embedding = np.asarray(embedding)

@@ -123,6 +123,16 @@ class UnimapEstimator(EstimatorContract):
         ------
         sklearn.exceptions.NotFittedError
             If the estimator is not fitted.
+
+        Examples
+        --------
+        >>> import unimap
+        >>> from unimap.datasets import load_digits
+        >>> X, _ = load_digits()
+        >>> model = unimap.GDR(random_state=0).fit(X[:500])
+        >>> path = model.save("digits.unimap")
+        >>> unimap.load(path).embedding_.shape
+        (500, 2)
         """
         from unimap.io.persistence import save
 

@@ -44,6 +44,15 @@ class UMAPFamily:
         Returns
         -------
         self
+
+        Examples
+        --------
+        >>> import unimap
+        >>> from unimap.datasets import load_digits
+        >>> X, _ = load_digits()
+        >>> model = unimap.UMAP(random_state=0).fit(X[:500])
+        >>> model.update(X[500:700]).embedding_.shape
+        (700, 2)
         """
         self._check_placement_kernel("update")
         return self._update(X)
@@ -65,6 +74,15 @@ class UMAPFamily:
         Returns
         -------
         X_original : ndarray of shape (m, n_features_in_), float32
+
+        Examples
+        --------
+        >>> import unimap
+        >>> from unimap.datasets import load_digits
+        >>> X, _ = load_digits()
+        >>> model = unimap.UMAP(random_state=0).fit(X[:500])
+        >>> model.inverse_transform(model.embedding_[:5]).shape  # five rows of data space
+        (5, 64)
         """
         return self._inverse_transform(X)
 

@@ -205,6 +205,21 @@ class GDR(UMAPFamily, NeighborEmbedding):
     epoch gave the best recall per second on MNIST-70k; 100 epochs of early exaggeration do
     as well as t-SNE's 250; and the step shrinks with the samples, since a sample that lands
     near a point repels it with weight ``n/S``.
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import metrics
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> umap_like = unimap.GDR(random_state=0).fit(X[:1000])
+    >>> tsne_like = unimap.GDR(normalized=True, random_state=0).fit(X[:1000])
+    >>> umap_like.embedding_.shape, tsne_like.embedding_.shape
+    ((1000, 2), (1000, 2))
+    >>> umap_like.transform(X[1000:1010]).shape
+    (10, 2)
+    >>> [bool(metrics.knn_accuracy(m.embedding_, y[:1000]) > 0.9) for m in (umap_like, tsne_like)]
+    [True, True]
     """
 
     _parameter_constraints = {

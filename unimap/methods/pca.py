@@ -81,6 +81,20 @@ class PCA(UnimapEstimator):
         Where the fit's decomposition ran.
     timings_ : dict
         Seconds spent in ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np, unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> pca = unimap.PCA(n_components=2).fit(X)
+    >>> Z = pca.transform(X)
+    >>> Z.shape, Z.dtype
+    ((1797, 2), dtype('float32'))
+    >>> bool(pca.explained_variance_ratio_[0] > pca.explained_variance_ratio_[1])
+    True
+    >>> pca.inverse_transform(Z).shape
+    (1797, 64)
     """
 
     _parameter_constraints = {

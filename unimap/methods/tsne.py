@@ -168,6 +168,22 @@ default="pca"
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap.methods.memory_plan`).
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import metrics
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> tsne = unimap.TSNE(random_state=0).fit(X[:1000])
+    >>> tsne.embedding_.shape, tsne.method_, tsne.n_iter_
+    ((1000, 2), 'barnes_hut', 750)
+    >>> bool(tsne.kl_divergence_ > 0)
+    True
+    >>> tsne.transform(X[1000:1010]).shape
+    (10, 2)
+    >>> bool(metrics.knn_accuracy(tsne.embedding_, y[:1000]) > 0.9)
+    True
     """
 
     _scale = "std"

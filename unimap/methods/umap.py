@@ -188,6 +188,29 @@ default="spectral"
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap.methods.memory_plan`).
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap import metrics
+    >>> from unimap.datasets import load_digits
+    >>> X, y = load_digits()
+    >>> model = unimap.UMAP(random_state=0).fit(X[:1000])
+    >>> model.embedding_.shape, model.embedding_.dtype
+    ((1000, 2), dtype('float32'))
+    >>> sorted(model.timings_)
+    ['affinities', 'init', 'neighbors', 'optimize', 'total']
+    >>> model.transform(X[1000:1010]).shape  # new points, the map stays fixed
+    (10, 2)
+    >>> bool(metrics.knn_accuracy(model.embedding_, y[:1000]) > 0.9)
+    True
+
+    The same seed gives the same embedding, for any number of threads:
+
+    >>> import numpy as np
+    >>> again = unimap.UMAP(random_state=0, n_jobs=1).fit_transform(X[:1000])
+    >>> bool(np.array_equal(again, model.embedding_))
+    True
     """
 
     _parameter_constraints = {

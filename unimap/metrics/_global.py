@@ -79,6 +79,16 @@ default="euclidean"
     -------
     float
         In [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.metrics import triplet_accuracy
+    >>> X = np.random.default_rng(0).normal(size=(500, 10))
+    >>> triplet_accuracy(X, 3 * X + 1, random_state=0)  # same order of all distances
+    1.0
+    >>> bool(0.4 < triplet_accuracy(X, X[::-1], random_state=0) < 0.6)  # shuffled: chance
+    True
     """
     X, embedding = _check_pair(X, embedding, metric, min_samples=3)
     n = X.shape[0]
@@ -126,6 +136,16 @@ default="euclidean"
     -------
     float
         In [-1, 1]; NaN (with scipy's warning) when either set of distances is constant.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.metrics import distance_correlation
+    >>> X = np.random.default_rng(0).normal(size=(500, 10))
+    >>> round(distance_correlation(X, 2 * X, random_state=0), 6)  # distances in the same order
+    1.0
+    >>> bool(distance_correlation(X, X[:, :2], random_state=0) > 0.3)  # two of ten columns
+    True
     """
     from scipy.stats import spearmanr
 

@@ -68,6 +68,17 @@ default="euclidean"
     SampledScore
         ``value`` in [0, 1] (1: every listed neighbour is a true one) and its standard error
         (0 when every row was evaluated; NaN from a single row).
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.datasets import load_digits
+    >>> from unimap.metrics import knn_graph_recall
+    >>> X, _ = load_digits()
+    >>> model = unimap.UMAP(random_state=0).fit(X)
+    >>> recall, stderr = knn_graph_recall(X, model.knn_indices_, random_state=0)
+    >>> model.knn_method_, recall  # small data: the exact graph
+    ('exact', 1.0)
     """
     check_choice(metric, "metric", METRICS)
     X = check_array(X, "X", min_samples=2, dtype=_float_dtype(X))

@@ -23,6 +23,13 @@ class SampledScore(NamedTuple):
 
     A named tuple, so it unpacks as ``value, stderr = trustworthiness_sampled(...)`` and also
     reads as ``score.value`` / ``score.stderr``.
+
+    Examples
+    --------
+    >>> from unimap.metrics import SampledScore
+    >>> value, stderr = SampledScore(value=0.95, stderr=0.01)
+    >>> value, stderr
+    (0.95, 0.01)
     """
 
     value: float
@@ -152,6 +159,19 @@ def trustworthiness(
     --------
     continuity : the converse (input neighbours kept in the embedding).
     trustworthiness_sampled : unbiased estimate in ``O(n)`` time per sampled point.
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.datasets import load_digits
+    >>> from unimap.metrics import trustworthiness
+    >>> X, _ = load_digits()
+    >>> umap = unimap.UMAP(random_state=0).fit_transform(X)
+    >>> pca = unimap.PCA().fit_transform(X)
+    >>> bool(trustworthiness(X, umap, n_neighbors=15) > trustworthiness(X, pca, n_neighbors=15))
+    True
+    >>> round(trustworthiness(X, X[:, ::-1]), 4)  # the same distances (up to ties)
+    1.0
     """
     X, embedding = _check_pair(X, embedding, metric, accept_sparse=True)
     n = X.shape[0]
@@ -202,6 +222,16 @@ def continuity(
     -------
     float
         In [0, 1]; 1 when every input neighbour is among the ``k`` nearest embedding points.
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.datasets import load_digits
+    >>> from unimap.metrics import continuity
+    >>> X, _ = load_digits()
+    >>> umap = unimap.UMAP(random_state=0).fit_transform(X)
+    >>> bool(0.9 < continuity(X, umap, n_neighbors=15) <= 1.0)
+    True
     """
     X, embedding = _check_pair(X, embedding, metric, accept_sparse=True)
     n = X.shape[0]
@@ -316,6 +346,18 @@ def trustworthiness_sampled(
         population correction ``sqrt(1 - n_samples / n)`` (NaN for a single query). A tuple
         rather than a bare float so that the uncertainty is never lost; it unpacks as
         ``value, stderr = ...``.
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.datasets import load_digits
+    >>> from unimap.metrics import trustworthiness, trustworthiness_sampled
+    >>> X, _ = load_digits()
+    >>> umap = unimap.UMAP(random_state=0).fit_transform(X)
+    >>> value, stderr = trustworthiness_sampled(X, umap, n_neighbors=15, random_state=0)
+    >>> exact = trustworthiness(X, umap, n_neighbors=15)
+    >>> bool(abs(value - exact) < 4 * stderr), bool(stderr < 0.01)
+    (True, True)
     """
     X, embedding = _check_pair(X, embedding, metric, metrics=_SAMPLED_METRICS)
     n = X.shape[0]

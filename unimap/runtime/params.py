@@ -29,7 +29,21 @@ __all__ = ["InvalidParameterError", "Integer", "Real", "Options", "Boolean", "Ar
 
 class InvalidParameterError(ValueError, TypeError):
     """A hyperparameter of the wrong kind or value (both a ``ValueError`` and a ``TypeError``,
-    like scikit-learn's ``InvalidParameterError``, so code written for either catches it)."""
+    like scikit-learn's ``InvalidParameterError``, so code written for either catches it).
+
+    Examples
+    --------
+    >>> import unimap
+    >>> from unimap.datasets import load_digits
+    >>> X, _ = load_digits()
+    >>> try:
+    ...     unimap.UMAP(min_dist=-1).fit(X)
+    ... except unimap.InvalidParameterError as error:
+    ...     print(error)
+    min_dist must be a finite number in [0.0, inf), got -1.0
+    >>> issubclass(unimap.InvalidParameterError, ValueError)
+    True
+    """
 
 
 class Constraint:

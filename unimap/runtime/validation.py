@@ -24,7 +24,15 @@ __all__ = [
 
 def is_dask_collection(X: Any) -> bool:
     """Whether ``X`` is a dask object (array, DataFrame, ...), judged by the module of its
-    type, so that dask is not imported to ask."""
+    type, so that dask is not imported to ask.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np
+    >>> from unimap.dask import is_dask_collection
+    >>> is_dask_collection(da.zeros((4, 2), chunks=2)), is_dask_collection(np.zeros((4, 2)))
+    (True, False)
+    """
     return type(X).__module__.split(".")[0] == "dask"
 
 
