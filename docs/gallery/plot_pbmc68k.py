@@ -1,11 +1,11 @@
 """Single cells: scanpy's pbmc68k_reduced, by cell type and by trust.
 
-The 700 blood cells of scanpy's shipped ``pbmc68k_reduced`` (its 50 principal components in
-``obsm["X_pca"]``) embedded with ``unimap.tl.umap``, scanpy style: the layout lands in
-``obsm["X_umap"]``. Left, the cells coloured by their annotated type, named on the map; right,
-each cell coloured by the share of its 15 nearest neighbours in the PCA space that stay among
-its 15 nearest on the map (``unimap.plotting.plot_trust``): dark cells are where the map
-misleads. A few seconds on 2 cores.
+The 700 blood cells of scanpy's shipped ``pbmc68k_reduced`` embedded with ``unimap.tl.umap``,
+scanpy style: it reuses the neighbours scanpy stored (``uns["neighbors"]``), as ``sc.tl.umap``
+does, and the layout lands in ``obsm["X_umap"]``. Left, the cells coloured by their annotated
+type; right, each cell coloured by the share of its 15 nearest neighbours in the PCA space that
+stay among its 15 nearest on the map (``unimap.plotting.plot_trust``): dark cells are where the
+map misleads. A few seconds on 2 cores.
 
 Needs scanpy, which ships the dataset (no download), and matplotlib. Run
 ``python docs/gallery/plot_pbmc68k.py [OUT.png]``: it writes ``plot_pbmc68k.png`` beside
