@@ -9,10 +9,9 @@ version and the CPU, so the entries are used wherever they match (``pip install 
 install from the sdist builds on the machine that runs it) and ignored elsewhere, where the
 kernels compile on first use as before.
 
-``UNIMAP_PRECOMPILE=0`` skips the step (about a minute on 2 cores). An editable install
-(``pip install -e .``, the README's quick start) runs it in the source tree instead, so that
-the first ``unimap embed`` after it loads its kernels instead of compiling them for minutes
-with no output. A failure of the step is printed and the install goes on without the cache.
+``UNIMAP_PRECOMPILE=0`` skips the step (about a minute on 2 cores). Editable installs skip
+it: their kernels are cached in the source tree on first use. A failure of the step is
+printed and the wheel is built without the cache.
 """
 
 from __future__ import annotations
@@ -34,25 +33,19 @@ class BuildPyWithKernels(_build_py):
 
     def run(self) -> None:
         super().run()
-        if self.dry_run:
+        if getattr(self, "editable_mode", False) or self.dry_run:
             return
         if os.environ.get("UNIMAP_PRECOMPILE", "1") == "0":
-            print("unimap: UNIMAP_PRECOMPILE=0, kernels not compiled")
+            print("unimap: UNIMAP_PRECOMPILE=0, kernels not compiled into the wheel")
             return
-        if getattr(self, "editable_mode", False):
-            # the package is imported from the source tree: numba caches beside its sources
-            _compile_kernels(Path(__file__).resolve().parents[1], clean=False)
-        else:
-            _compile_kernels(Path(self.build_lib))
+        _compile_kernels(Path(self.build_lib))
 
 
-def _compile_kernels(build_lib: Path, clean: bool = True) -> None:
+def _compile_kernels(build_lib: Path) -> None:
     # A wheel must not depend on earlier builds: drop numba files a previous build left in
-    # the reused build folder (entries of changed sources would ship as dead weight). A
-    # source tree keeps its cache: numba ignores entries whose source changed.
-    stale = [*build_lib.glob("unimap/**/*.nbi"), *build_lib.glob("unimap/**/*.nbc")]
-    for path in stale if clean else ():
-        path.unlink()
+    # the reused build folder (entries of changed sources would ship as dead weight).
+    for stale in [*build_lib.glob("unimap/**/*.nbi"), *build_lib.glob("unimap/**/*.nbc")]:
+        stale.unlink()
     env = dict(os.environ)
     env.pop("NUMBA_CACHE_DIR", None)  # numba must write next to the built sources
     env["PYTHONPATH"] = os.pathsep.join([str(build_lib), env.get("PYTHONPATH", "")]).rstrip(
