@@ -297,3 +297,34 @@ def test_every_option_is_described_and_the_tool_has_examples():
     assert undescribed == []
     embed_help = commands.choices["embed"].format_help()
     assert "--no-plot" in embed_help and "cells.h5ad -> cells_umap.png" in embed_help
+
+
+def test_a_first_run_says_why_it_waits(tmp_path, monkeypatch, capsys):
+    # A run whose kernels are not compiled yet waits tens of seconds: one line says why.
+    from unimap.cli import common
+
+    monkeypatch.setattr(common, "kernels_look_cached", lambda: False)
+    assert main(["embed", "digits", "--no-plot", "--embedding", str(tmp_path / "e.npy"),
+                 "--method", "pca"]) == 0
+    assert "compiling its kernels" in capsys.readouterr().err
+    assert main(["embed", "digits", "--no-plot", "--embedding", str(tmp_path / "f.npy"),
+                 "--method", "pca", "-q"]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(common, "kernels_look_cached", lambda: True)
+    assert main(["embed", "digits", "--no-plot", "--embedding", str(tmp_path / "g.npy"),
+                 "--method", "pca"]) == 0
+    assert "compiling" not in capsys.readouterr().err
+
+
+def test_the_kernel_cache_is_found_where_numba_writes_it(tmp_path, monkeypatch):
+    from unimap.cli.common import kernels_look_cached
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    found_beside_package = kernels_look_cached()  # this checkout may have its own cache
+    index = tmp_path / "work" / "unimap" / "optimizers"
+    index.mkdir(parents=True)
+    (index / "umap_sgd_numba.sgd_epoch_edges_2d-247.py311.nbi").write_bytes(b"")
+    assert kernels_look_cached()
+    if not found_beside_package:
+        (index / "umap_sgd_numba.sgd_epoch_edges_2d-247.py311.nbi").unlink()
+        assert not kernels_look_cached()

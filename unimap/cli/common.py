@@ -90,3 +90,28 @@ def _read_embedding(path: str, use_rep: str | None) -> np.ndarray:
     if not Path(path).is_file():
         raise FileNotFoundError(f"no embedding file {path!r}")
     return read_table(path, use_rep=use_rep)[0]
+
+
+def kernels_look_cached() -> bool:
+    """Whether numba's disk cache seems to hold unimap's kernels: any cache index of the
+    optimizers beside the package, or under ``NUMBA_CACHE_DIR``. A cheap look at files (no
+    import of the kernel modules), for one line before a first run that would otherwise
+    compile for tens of seconds without a word; ``unimap info`` checks each kernel."""
+    import unimap
+
+    places = [Path(unimap.__file__).parent / "optimizers" / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        places.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    return any(place.is_dir() and next(place.rglob("*umap_sgd_numba*.nbi"), None) is not None
+               for place in places)
+
+
+def compile_notice(quiet: bool) -> None:
+    """On stderr, before a fit on a machine whose kernels are not compiled yet: why the first
+    run waits, and how to compile them all at once."""
+    import sys
+
+    if not quiet and not kernels_look_cached():
+        print("unimap: first run here: compiling its kernels for this machine (about half a "
+              "minute on 2 cores, once; later runs load them). `unimap precompile` compiles "
+              "them all ahead.", file=sys.stderr, flush=True)

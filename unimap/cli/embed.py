@@ -21,6 +21,7 @@ from unimap.cli.common import (
     _output_path,
     _refuse_overwriting_inputs,
     _same_file,
+    compile_notice,
     strict_json,
 )
 from unimap.cli.picture import (
@@ -174,6 +175,7 @@ def _embed(args) -> int:
     _check_outputs(args, picture, out_emb)
     X, labels, name = _load_input(args)
     _check_supervision(args, labels)
+    compile_notice(args.quiet or args.json)
     start = time.perf_counter()
     estimator = _make_estimator(args)
     embedding = estimator.fit_transform(X, labels if args.supervised else None)
