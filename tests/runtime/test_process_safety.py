@@ -219,3 +219,14 @@ def test_a_point_is_placed_the_same_alone_or_in_any_batch(name):
     sevens = np.vstack([model.transform(new[i : i + 7]) for i in range(0, 60, 7)])
     np.testing.assert_array_equal(alone, whole[:7])
     np.testing.assert_array_equal(sevens, whole)
+
+
+def test_unimap_info_names_the_layer_and_its_safety():
+    import json
+
+    out = _run("""
+        from unimap.cli.main import main
+        main(["info", "--json"])
+    """, NUMBA_THREADING_LAYER="omp")
+    threads = json.loads(out)["threads"]
+    assert threads == {"threading_layer": "omp", "fork_safe": False, "thread_safe": True}

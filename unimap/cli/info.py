@@ -37,6 +37,8 @@ def _info(args) -> int:
 
     import numba
 
+    from unimap.runtime.threading_layer import threading_layer_report
+
     core = ("numpy", "scipy", "numba", "scikit-learn", "faiss-cpu")
     optional = {"matplotlib": "plots (extra 'plot')", "pandas": "DataFrame output",
                 "pynndescent": "knn_method='nndescent' (extra 'nndescent')",
@@ -46,6 +48,7 @@ def _info(args) -> int:
         "unimap": version("unimap"), "python": platform.python_version(),
         "platform": platform.platform(), "cpus": os.cpu_count(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "threads": threading_layer_report(),
         "core": {dist: version(dist) for dist in core},
         "optional": {dist: version(dist) for dist in optional},
         "gpu": _gpu_summary(version("numba-cuda")),
@@ -55,7 +58,12 @@ def _info(args) -> int:
         print(json.dumps(info, indent=2))
         return 0
     print(f"unimap {info['unimap']} (Python {info['python']}, {info['platform']})")
-    print(f"cores: {info['cpus']}; numba threads: {info['numba_threads']}")
+    layer = info["threads"]
+    safe = [what for what, ok in (("fork", layer["fork_safe"]), ("threads", layer["thread_safe"]))
+            if ok]
+    print(f"cores: {info['cpus']}; numba threads: {info['numba_threads']} on its "
+          f"{layer['threading_layer']!r} layer (safe with: {', '.join(safe) or 'neither'}"
+          + ("" if layer["fork_safe"] else "; install tbb for fork safety") + ")")
     for dist, ver in info["core"].items():
         print(f"  {dist:<13} {ver or 'MISSING'}")
     for dist, use in optional.items():

@@ -39,7 +39,7 @@ def map_row_blocks(X: np.ndarray, product: Callable[[np.ndarray], np.ndarray], n
                    dtype: np.dtype) -> np.ndarray:
     """``product`` of each block of rows of ``X``, stacked: shape (n, n_cols)."""
     out = np.empty((X.shape[0], n_cols), dtype=dtype)
-    blocks = row_blocks(X.shape[0], X.strides[0] if X.ndim == 2 else X.itemsize)
+    blocks = row_blocks(X.shape[0], X.shape[1] * X.itemsize)
 
     def run(rows: slice) -> None:
         out[rows] = product(X[rows])
@@ -56,7 +56,7 @@ def map_row_blocks(X: np.ndarray, product: Callable[[np.ndarray], np.ndarray], n
 def sum_row_blocks(X: np.ndarray, partial: Callable[[slice], np.ndarray]) -> np.ndarray:
     """``Σ_blocks partial(rows)`` in float64, added in block order (``partial`` gets the
     slice of rows, so that it can index several arrays)."""
-    blocks = row_blocks(X.shape[0], X.strides[0])
+    blocks = row_blocks(X.shape[0], X.shape[1] * X.itemsize)
     with one_blas_thread():
         if len(blocks) == 1:
             return np.asarray(partial(blocks[0]), dtype=np.float64)

@@ -92,11 +92,13 @@ def choose_threading_layer() -> str:
 
 
 def threading_layer_report() -> dict[str, object]:
-    """The threading layer and what it is safe for (for ``unimap info``)."""
+    """The threading layer and what it is safe for (for ``unimap info``); starts numba's
+    threads, so that the layer numba settled on is the one reported."""
     import numba
 
-    chosen = choose_threading_layer()
-    layer = str(numba.threading_layer()) if _threads_launched() else chosen
+    choose_threading_layer()
+    numba.get_num_threads()  # launches the threads on the chosen layer
+    layer = str(numba.threading_layer())
     return {"threading_layer": layer,
             "fork_safe": layer in ("tbb", "workqueue"),
             "thread_safe": layer in ("tbb", "omp")}
