@@ -84,6 +84,14 @@ def test_tbb_is_the_threading_layer_unless_the_user_chose():
     """
     assert _run(script).strip() == "tbb"
     assert _run(script, NUMBA_THREADING_LAYER="workqueue").strip() == "workqueue"
+    # a PCA of wide data first (its blocked products ask numba for its threads) starts them
+    # on TBB as well
+    assert _run("""
+        import numpy as np, numba
+        from unimap import PCA
+        PCA(5).fit(np.random.default_rng(0).normal(size=(12000, 400)).astype(np.float32))
+        print(numba.threading_layer())
+    """).strip() == "tbb"
 
 
 @linux_only

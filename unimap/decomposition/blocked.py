@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from unimap.runtime.blas import one_blas_thread
+from unimap.runtime.threading_layer import choose_threading_layer
 
 __all__ = ["row_blocks", "map_row_blocks", "sum_row_blocks"]
 
@@ -32,6 +33,8 @@ def row_blocks(n_rows: int, row_bytes: int) -> list[slice]:
 def _threads(n_blocks: int) -> int:
     import numba
 
+    # asking numba for its count starts its threads: on unimap's layer, as in the fits
+    choose_threading_layer()
     return max(1, min(n_blocks, numba.get_num_threads()))
 
 
