@@ -328,3 +328,30 @@ def test_the_kernel_cache_is_found_where_numba_writes_it(tmp_path, monkeypatch):
     if not found_beside_package:
         (index / "umap_sgd_numba.sgd_epoch_edges_2d-247.py311.nbi").unlink()
         assert not kernels_look_cached()
+
+
+def test_palette_and_legend_location_reach_the_picture(tmp_path, monkeypatch):
+    import unimap.plotting as plotting
+
+    seen = {}
+
+    def record(path, xy, values, **kwargs):
+        seen.update(kwargs)
+        path.write_bytes(b"png")
+        return path
+
+    monkeypatch.setattr(plotting, "save_scatter", record)
+    assert main(["embed", "digits", "--method", "pca", "-o", str(tmp_path / "m.png"),
+                 "--palette", "red,#00ff00,blue", "--legend-loc", "on data", "-q"]) == 0
+    assert seen["palette"] == ["red", "#00ff00", "blue"]
+    assert seen["legend_loc"] == "on data" and seen["basis"] == "PCA"
+
+
+def test_a_bad_palette_is_refused_before_the_fit(tmp_path, capsys):
+    out = tmp_path / "m.png"
+    assert main(["embed", "digits", "--method", "pca", "-o", str(out), "--palette", "nope"]) == 2
+    assert "--palette 'nope'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing fitted, nothing written
+    assert main(["embed", "digits", "--method", "pca", "-o", str(out), "--palette",
+                 "red,notacolour"]) == 2
+    assert list(tmp_path.iterdir()) == []

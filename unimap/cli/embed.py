@@ -30,6 +30,7 @@ from unimap.cli.picture import (
     check_dims,
     draw,
     parse_dims,
+    parse_palette,
     picture_path,
     two_columns,
 )
@@ -154,6 +155,7 @@ def _check_outputs(args, picture: Path | None, out_emb: Path | None) -> None:
     if args.write_back:
         check_output_path(args.input)  # anndata is there (it read the input too)
     dims = parse_dims(args.dims)
+    parse_palette(args.palette)  # a bad palette is refused before the fit
     if picture is None:
         if dims is not None:
             raise UsageError("--dims chooses the columns of the picture; there is none "
@@ -220,7 +222,8 @@ def _draw_embedding(args, picture: Path, embedding: np.ndarray, labels, name: st
     columns = {column: labels} if labels is not None else None
     try:
         draw(picture, two_columns(embedding, parse_dims(args.dims)), title, columns=columns,
-             color_by=column if columns else None)
+             color_by=column if columns else None, palette=parse_palette(args.palette),
+             legend_loc=args.legend_loc, basis=args.method.upper())
     except Exception as exc:  # whatever the drawing library raises: say what was kept
         source = (str(out_emb) if out_emb is not None
                   else f"{args.input} --basis X_{args.method.replace('-', '_')}")

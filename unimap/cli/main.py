@@ -29,7 +29,7 @@ from unimap.cli.common import UsageError
 from unimap.cli.embed import _METHOD_OPTIONS, _embed
 from unimap.cli.evaluate import _evaluate
 from unimap.cli.info import _info, _precompile
-from unimap.cli.picture import DrawingError
+from unimap.cli.picture import LEGEND_LOCATIONS, DrawingError
 from unimap.cli.plot import _compare, _plot
 from unimap.cli.transform import _transform
 from unimap.runtime.device import DeviceUnavailableError
@@ -43,6 +43,11 @@ _LABEL_HELP = ("labels: a CSV column (name or 0-based index), a Parquet column, 
                "column, or an .npz array")
 _SEED_HELP = "seed of the random numbers: the same seed gives the same result (default 0)"
 _JOBS_HELP = "threads to use (default -1: all cores)"
+_PALETTE_HELP = ("the colours of the categories: a matplotlib colour map name (tab20, Set2, "
+                 "...) or colours separated by commas (default: a 102-colour palette that "
+                 "keeps 50 categories apart)")
+_LEGEND_HELP = ("static pictures: where the category names go: 'right margin' (default), "
+                "'on data' (at each category's centre, as scanpy's legend_loc) or 'none'")
 _DIMS_HELP = ("the two columns of the embedding to draw, counted from 0, e.g. 0,1 or 1,2 "
               "(needed when it has more than two)")
 _DESCRIPTION = ("Embed high-dimensional data in 2-D (UMAP, t-SNE, GDR, PCA), draw it and judge "
@@ -86,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--no-plot", action="store_true",
                        help="write no picture (only the embedding, and the model if asked)")
     embed.add_argument("--dims", metavar="I,J", help=_DIMS_HELP)
+    embed.add_argument("--palette", metavar="NAME|C1,C2,...", help=_PALETTE_HELP)
+    embed.add_argument("--legend-loc", choices=LEGEND_LOCATIONS, default="right margin",
+                       help=_LEGEND_HELP)
     embed.add_argument("--embedding", metavar="FILE",
                        help="embedding file (.npy, .csv, .tsv, .parquet or .h5ad); default: "
                        "the picture's name with .npy, or INPUT_METHOD.npy in the current "
@@ -182,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                       "X_draw_graph_*, ... (never X_pca); an error lists the keys when there "
                       "are none or several")
     plot.add_argument("--dims", metavar="I,J", help=_DIMS_HELP)
+    plot.add_argument("--palette", metavar="NAME|C1,C2,...", help=_PALETTE_HELP)
+    plot.add_argument("--legend-loc", choices=LEGEND_LOCATIONS, default="right margin",
+                      help=_LEGEND_HELP)
     plot.add_argument("--labels", help="a .npy/.csv file of labels (the column 'label')")
     plot.add_argument("--data", metavar="TABLE",
                       help="a table (.csv/.tsv/.parquet/.h5ad/.npy) row for row with the "

@@ -74,18 +74,40 @@ def two_columns(embedding: np.ndarray, dims: tuple[int, int] | None) -> np.ndarr
     return embedding if dims is None else embedding[:, list(dims)]
 
 
+LEGEND_LOCATIONS = ("right margin", "on data", "none")
+
+
+def parse_palette(text: str | None) -> str | list[str] | None:
+    """``--palette``: a matplotlib colour map name, or colours separated by commas; checked
+    before any work (a colour map name needs matplotlib)."""
+    if text is None:
+        return None
+    from unimap.plotting.colors import palette_colors
+
+    palette: str | list[str] = ([c.strip() for c in text.split(",")] if "," in text
+                                else text.strip())
+    try:
+        palette_colors(palette, 2)
+    except (ValueError, ImportError) as exc:
+        raise UsageError(f"--palette {text!r}: {exc}") from None
+    return palette
+
+
 def draw(path: Path, xy: np.ndarray, title: str,
          columns: dict[str, np.ndarray] | None = None, color_by: str | None = None,
          hover: list[str] | None = None, ids: np.ndarray | None = None,
-         id_name: str = "row") -> Path:
+         id_name: str = "row", palette: str | list[str] | None = None,
+         legend_loc: str = "right margin", basis: str = "Dim") -> Path:
     """Write the picture of ``xy`` (two columns) to ``path``, its format by the suffix:
     the interactive map for ``.html`` (every column, coloured by ``color_by`` first), else a
-    static figure coloured by ``color_by``. Written atomically by :mod:`unimap.plotting`."""
+    static figure coloured by ``color_by``, its axes named ``basis 1``/``basis 2``. Written
+    atomically by :mod:`unimap.plotting`."""
     import unimap.plotting as plotting
 
     if path.suffix.lower() == ".html":
         return plotting.save_html(path, xy, columns=columns or None, ids=ids,
                                   color_by=color_by, hover=hover, title=title,
-                                  id_name=id_name)
+                                  id_name=id_name, palette=palette)
     values = columns[color_by] if columns and color_by else None
-    return plotting.save_scatter(path, xy, values, title=title, colorbar_label=color_by)
+    return plotting.save_scatter(path, xy, values, title=title, colorbar_label=color_by,
+                                 palette=palette, legend_loc=legend_loc, basis=basis)

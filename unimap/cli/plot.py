@@ -26,6 +26,7 @@ from unimap.cli.picture import (
     check_dims,
     draw,
     parse_dims,
+    parse_palette,
     picture_path,
     two_columns,
 )
@@ -99,6 +100,7 @@ def _plot(args) -> int:
     if args.color_by and not (data or args.labels):
         raise UsageError("--color-by names a column of --data TABLE (or 'label' with --labels)")
     dims = parse_dims(args.dims)
+    palette = parse_palette(args.palette)
     _file_path(args.output, "--output")
     _refuse_overwriting_inputs({"--output": out}, [args.embedding, args.labels, args.data])
     check_can_draw(out, "or write the interactive map instead: -o map.html (no extra)")
@@ -132,8 +134,12 @@ def _plot(args) -> int:
     if args.id_column and args.id_column not in (*hover, color_by):
         del columns[args.id_column]  # shown as the tooltip's id, not again as a column
     title = args.title or Path(args.embedding).stem
+    axis = "Dim"
+    if is_h5ad:  # X_umap -> "UMAP 1"/"UMAP 2", as scanpy labels its axes
+        axis = basis.removeprefix("X_").upper()
     draw(out, embedding, title, columns=columns, color_by=color_by, hover=hover or None,
-         ids=ids, id_name=args.id_column or "row")
+         ids=ids, id_name=args.id_column or "row", palette=palette,
+         legend_loc=args.legend_loc, basis=axis)
     if not args.quiet:
         print(f"wrote {out} ({n:,} points" + (f", coloured by {color_by}" if color_by else "")
               + ")")
