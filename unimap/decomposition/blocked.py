@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -38,34 +39,34 @@ def _threads(n_blocks: int) -> int:
     return max(1, min(n_blocks, numba.get_num_threads()))
 
 
+def _each_block(X: np.ndarray, work: Callable[[slice], Any]) -> list:
+    """``work(rows)`` for each block of rows of ``X``, on one BLAS thread each, the blocks in
+    parallel; the results in block order."""
+    blocks = row_blocks(X.shape[0], X.shape[1] * X.itemsize)
+    with one_blas_thread():
+        if len(blocks) == 1:
+            return [work(blocks[0])]
+        with ThreadPoolExecutor(_threads(len(blocks))) as pool:
+            return list(pool.map(work, blocks))
+
+
 def map_row_blocks(X: np.ndarray, product: Callable[[np.ndarray], np.ndarray], n_cols: int,
                    dtype: np.dtype) -> np.ndarray:
     """``product`` of each block of rows of ``X``, stacked: shape (n, n_cols)."""
     out = np.empty((X.shape[0], n_cols), dtype=dtype)
-    blocks = row_blocks(X.shape[0], X.shape[1] * X.itemsize)
 
     def run(rows: slice) -> None:
         out[rows] = product(X[rows])
 
-    with one_blas_thread():
-        if len(blocks) == 1:
-            run(blocks[0])
-        else:
-            with ThreadPoolExecutor(_threads(len(blocks))) as pool:
-                list(pool.map(run, blocks))
+    _each_block(X, run)
     return out
 
 
 def sum_row_blocks(X: np.ndarray, partial: Callable[[slice], np.ndarray]) -> np.ndarray:
     """``Σ_blocks partial(rows)`` in float64, added in block order (``partial`` gets the
     slice of rows, so that it can index several arrays)."""
-    blocks = row_blocks(X.shape[0], X.shape[1] * X.itemsize)
-    with one_blas_thread():
-        if len(blocks) == 1:
-            return np.asarray(partial(blocks[0]), dtype=np.float64)
-        with ThreadPoolExecutor(_threads(len(blocks))) as pool:
-            parts = list(pool.map(partial, blocks))
-    total = np.zeros(parts[0].shape, dtype=np.float64)
-    for part in parts:
+    parts = _each_block(X, partial)
+    total = np.asarray(parts[0], dtype=np.float64).copy()
+    for part in parts[1:]:
         total += part
     return total
