@@ -64,7 +64,6 @@ myst_heading_anchors = 3
 # -- HTML --------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"unimap {release}"
-html_static_path = ["_static"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
