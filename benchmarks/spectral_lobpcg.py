@@ -28,8 +28,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import unimap
     from unimap.datasets import load_mnist
+    from unimap.initialization.eigenpairs import normalized_adjacency
     from unimap.initialization.lobpcg import NumpyBlockOps, lobpcg_largest
-    from unimap.initialization.spectral import _normalized_adjacency, spectral_layout
+    from unimap.initialization.spectral import spectral_layout
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     tic = time.perf_counter()
     reference = spectral_layout(graph, 2, 0)
     arpack_s = time.perf_counter() - tic
-    adjacency, degrees = _normalized_adjacency(graph)
+    adjacency, degrees = normalized_adjacency(graph)
     ops = NumpyBlockOps(adjacency.astype(np.float32))
     trivial = (np.sqrt(degrees) / np.linalg.norm(np.sqrt(degrees))).astype(np.float32)[:, None]
     unit = reference / np.linalg.norm(reference, axis=0)

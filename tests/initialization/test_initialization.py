@@ -214,10 +214,11 @@ def test_small_components_batched_as_laid_out_one_by_one():
     # _dense_layouts lays out the small components with one eigh per size; each layout must
     # be bitwise the one spectral_layout gives its block alone (then scaled to max 1), the
     # path every component took before. Sizes 4..64 (dense eigh), shuffled, uneven weights.
-    from unimap.initialization.spectral import _DENSE_EIGH_MAX, _dense_layouts
+    from unimap.initialization.eigenpairs import DENSE_EIGH_MAX
+    from unimap.initialization.spectral import _dense_layouts
 
     rng = np.random.default_rng(5)
-    sizes = rng.integers(4, _DENSE_EIGH_MAX + 1, 300)
+    sizes = rng.integers(4, DENSE_EIGH_MAX + 1, 300)
     blocks = []
     for size in sizes:
         w = rng.uniform(0.0, 1.0, size=(size, size)) * (rng.random((size, size)) < 0.4)

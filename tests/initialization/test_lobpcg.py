@@ -8,8 +8,9 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from unimap.affinity.fuzzy import fuzzy_simplicial_set
+from unimap.initialization.eigenpairs import normalized_adjacency
 from unimap.initialization.lobpcg import NumpyBlockOps, lobpcg_largest
-from unimap.initialization.spectral import _normalized_adjacency, spectral_layout
+from unimap.initialization.spectral import spectral_layout
 from unimap.neighbors import NeighborIndex
 
 
@@ -22,7 +23,7 @@ def graph():
 
 
 def _solve(graph, n_wanted=2, guards=4, max_iter=500, seed=0):
-    adjacency, degrees = _normalized_adjacency(graph)
+    adjacency, degrees = normalized_adjacency(graph)
     trivial = (np.sqrt(degrees) / np.linalg.norm(np.sqrt(degrees))).astype(np.float32)
     X0 = np.random.default_rng(seed).standard_normal((graph.shape[0], n_wanted + guards))
     ops = NumpyBlockOps(adjacency.astype(np.float32))
@@ -45,7 +46,7 @@ def test_lobpcg_spans_arpacks_eigenvectors(graph):
 
 def test_lobpcg_eigenpairs_satisfy_the_equation(graph):
     result = _solve(graph, n_wanted=3)
-    adjacency, degrees = _normalized_adjacency(graph)
+    adjacency, degrees = normalized_adjacency(graph)
     for value, vector in zip(result.values[:3], result.vectors[:, :3].T, strict=True):
         vector = vector.astype(np.float64) / np.linalg.norm(vector)
         assert np.linalg.norm(adjacency @ vector - value * vector) < 2e-4

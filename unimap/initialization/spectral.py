@@ -11,23 +11,30 @@ from __future__ import annotations
 
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.initialization.eigenpairs import (
+    DENSE_EIGH_MAX,
+    arpack_largest,
+    normalized_adjacency,
+    oriented_layouts,
+    unit_box,
+)
+from unimap.initialization.near_components import (
+    group_positions,
+    near_components,
+    nearly_disconnected,
+    within_groups,
+)
 from unimap.initialization.random_layout import random_init
 from unimap.runtime.blas import one_blas_thread
 from unimap.runtime.ordering import relabelled
 from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
 
 __all__ = ["spectral_init", "spectral_layout", "connected_components"]
-
-
-_DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space smaller than n
-# (Above it ARPACK wins: 0.1 s against 0.6-6.7 s for dense eigh at 1,000 vertices, where
-# multi-threaded LAPACK suffers badly from a busy machine.)
 
 
 def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
@@ -38,95 +45,43 @@ def spectral_layout(graph: sp.spmatrix, n_components: int, seed: int,
     normalised adjacency ``D^{-1/2} W D^{-1/2}``, which ARPACK finds much faster (no
     shift-invert needed). Returns None if the graph is too small or the solver fails.
     ``limit_blas=False``: the caller has already limited BLAS to one thread.
-    ``device="cuda"``: LOBPCG on the GPU above ``_DENSE_EIGH_MAX`` vertices
+    ``device="cuda"``: LOBPCG on the GPU above ``DENSE_EIGH_MAX`` vertices
     (:mod:`unimap.initialization.spectral_cuda`), ARPACK here if it does not converge.
     """
+    pairs = _leading_pairs(graph, n_components, seed, limit_blas, device)
+    return None if pairs is None else _layout_of(pairs, n_components)
+
+
+def _layout_of(pairs: tuple[np.ndarray, np.ndarray], n_components: int) -> np.ndarray | None:
+    layouts, finite = oriented_layouts(pairs[0][None], pairs[1][None], n_components)
+    return layouts[0] if finite[0] else None
+
+
+def _leading_pairs(graph: sp.spmatrix, n_components: int, seed: int,
+                   limit_blas: bool = True,
+                   device: str = "cpu") -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``n_components + 1`` largest eigenpairs of the normalised adjacency (all of them
+    below ``DENSE_EIGH_MAX`` vertices), or None (see :func:`spectral_layout`)."""
     n = graph.shape[0]
     k = n_components + 1
     if n <= k:
         return None
-    if device == "cuda" and n > _DENSE_EIGH_MAX:
+    if device == "cuda" and n > DENSE_EIGH_MAX:
         from unimap.initialization.spectral_cuda import spectral_layout_cuda
 
         found = spectral_layout_cuda(sp.csr_matrix(graph), n_components, seed)
         if found is not None:
-            layouts, finite = _oriented_layouts(found[0][None], found[1][None], n_components)
-            return layouts[0] if finite[0] else None
+            return found
         warnings.warn("LOBPCG on the GPU did not converge for the spectral initialization; "
-                      "ARPACK computes it on the CPU", stacklevel=3)
-    adjacency, degrees = _normalized_adjacency(graph)
+                      "ARPACK computes it on the CPU", stacklevel=4)
+    adjacency, degrees = normalized_adjacency(graph)
     try:
-        if n <= _DENSE_EIGH_MAX:
-            evals, evecs = np.linalg.eigh(adjacency.toarray())
-        else:
-            evals, evecs = _arpack_largest(adjacency, k, degrees, seed, limit_blas)
+        if n <= DENSE_EIGH_MAX:
+            return np.linalg.eigh(adjacency.toarray())
+        return arpack_largest(adjacency, k, degrees, seed, limit_blas)
     except Exception as exc:  # ARPACK non-convergence or LAPACK failure
-        warnings.warn(f"spectral initialization failed ({exc})", stacklevel=3)
+        warnings.warn(f"spectral initialization failed ({exc})", stacklevel=4)
         return None
-    layouts, finite = _oriented_layouts(evals[None], evecs[None], n_components)
-    return layouts[0] if finite[0] else None
-
-
-def _normalized_adjacency(graph: sp.spmatrix) -> tuple[sp.spmatrix, np.ndarray]:
-    """The normalised adjacency ``D^{-1/2} W D^{-1/2}`` (float64) and the degrees of ``W``.
-
-    Each entry involves its own row's and column's degrees only, so a component's block of
-    it is what the component's graph alone gives (what ``_dense_layouts`` relies on)."""
-    degrees = np.asarray(graph.sum(axis=1)).ravel()
-    D = sp.diags(1.0 / np.sqrt(np.maximum(degrees, 1e-300)))
-    return (D @ graph @ D).astype(np.float64), degrees
-
-
-def _oriented_layouts(evals: np.ndarray, evecs: np.ndarray,
-                      n_components: int) -> tuple[np.ndarray, np.ndarray]:
-    """For a stack of eigendecompositions (evals (m, r), evecs (m, n, r)): the eigenvectors
-    of the 2nd to (d+1)th largest eigenvalues, each with the sign of its largest |coordinate|
-    (the first such) made positive, so that the result does not depend on the solver;
-    float32 (m, n, d), and whether each is finite."""
-    order = np.argsort(evals, axis=1)[:, ::-1][:, 1:n_components + 1]
-    vectors = np.take_along_axis(evecs, order[:, None, :], axis=2)
-    pivot = np.argmax(np.abs(vectors), axis=1)[:, None, :]
-    signs = np.sign(np.take_along_axis(vectors, pivot, axis=1))
-    signs[signs == 0] = 1.0
-    return (vectors * signs).astype(np.float32), np.isfinite(vectors).all(axis=(1, 2))
-
-
-def _unit_box(layouts: np.ndarray) -> np.ndarray:
-    """Each (n, d) layout of a stack (m, n, d) scaled to max|coordinate| = 1."""
-    peak = np.abs(layouts).max(axis=(1, 2))
-    return layouts / np.maximum(peak, np.float32(1e-12))[:, None, None]
-
-
-def _arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
-    """Largest ``k`` eigenpairs by ARPACK; a small Krylov space first, a large one on failure.
-
-    On MNIST-70k 16 Lanczos vectors converge in 0.5 s where umap-learn's sqrt(n) = 264 take
-    2.5 s for the same eigenvectors (correlation > 0.9999 with a tol=1e-8 reference). The
-    matrix and vectors are float32: single-precision ARPACK halves the memory traffic of the
-    matvecs, 0.39 → 0.22 s on MNIST-70k for eigenvectors that correlate 0.99998 with the
-    double-precision ones (tol=1e-4 is far above float32's rounding).
-    """
-    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
-
-    n = adjacency.shape[0]
-    rng = np.random.default_rng(seed)
-    adjacency = adjacency.astype(np.float32)
-    v0 = (np.sqrt(degrees) + 1e-3 * rng.standard_normal(n)).astype(np.float32)
-    small = min(n - 1, max(2 * k + 1, 16))
-    large = min(n - 1, max(2 * k + 1, int(np.sqrt(n))))
-    # ARPACK's vector operations on one BLAS thread: the eigenvectors then do not depend on
-    # how many cores BLAS found (MNIST-70k: the layout's bits differed between 1 and 2
-    # threads), and a core held by another program does not stall BLAS's static split
-    # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
-    # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
-    with one_blas_thread() if limit_blas else nullcontext():
-        try:
-            return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)
-        except ArpackNoConvergence:
-            if large <= small:
-                raise
-            return eigsh(adjacency, k, which="LA", ncv=large, tol=1e-4, v0=v0,
-                         maxiter=n * 5)
 
 
 def spectral_init(
@@ -146,13 +101,16 @@ def spectral_init(
     ``seed`` is split into three streams: the eigensolver's start vector, the tie-breaking
     noise, and the random layouts (fallback, meta positions, small components).
     ``device="cuda"`` lays out a connected graph on the GPU (:func:`spectral_layout`); the
-    components of a disconnected one are laid out on the CPU.
+    components of a disconnected one are laid out on the CPU. A connected graph that is
+    nearly disconnected (:mod:`unimap.initialization.near_components`) is laid out as its
+    groups, each in its own box around its place in the layout of the graph between them.
 
     Returns
     -------
     embedding : ndarray of shape (n_samples, n_components), float32
     info : dict
-        ``{"method": "spectral", "n_graph_components": int, "fallback": str | None}``
+        ``{"method": "spectral", "n_graph_components": int, "fallback": str | None}``, and
+        ``"n_near_components": int`` where the graph was laid out as nearly disconnected groups.
     """
     solver_seed, noise_seed, layout_seed = spawn_seeds(seed, 3)
     graph = sp.csr_matrix(graph)
@@ -160,7 +118,16 @@ def spectral_init(
     info: dict[str, Any] = {"method": "spectral", "n_graph_components": int(n_comp),
                             "fallback": None}
     if n_comp == 1:
-        layout = spectral_layout(graph, n_components, solver_seed, device=device)
+        pairs = _leading_pairs(graph, n_components, solver_seed, device=device)
+        layout = None if pairs is None else _layout_of(pairs, n_components)
+        if layout is not None and nearly_disconnected(pairs[0], n_components):
+            groups = near_components(graph, n_components, solver_seed)
+            if groups is not None:
+                n_groups, labels = groups
+                info["n_near_components"] = n_groups
+                meta = group_positions(graph, labels, n_groups, n_components)
+                layout = _multi_component(within_groups(graph, labels), labels, n_groups,
+                                          n_components, solver_seed, layout_seed, data, meta)
         if layout is not None:
             return _expand(layout, noise_seed), info
         info["fallback"] = "random (eigensolver failed or graph too small)"
@@ -249,14 +216,16 @@ def _component_sums(labels: np.ndarray, n_comp: int, data: np.ndarray) -> np.nda
 
 
 def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
-                     data) -> np.ndarray:
+                     data, meta=None) -> np.ndarray:
     """Each component laid out on its own (spectral, or random when it is too small), in a
-    box of radius a quarter of the gap to the nearest other component's meta position."""
+    box of radius a quarter of the gap to the nearest other component's meta position
+    (``meta``, else :func:`_meta_positions`)."""
     from scipy.spatial import cKDTree
 
     meta_seed, small_seed = spawn_seeds(layout_seed, 2)
     sizes = np.bincount(labels, minlength=n_comp)
-    meta = _meta_positions(labels, sizes, n_components, meta_seed, data)
+    if meta is None:
+        meta = _meta_positions(labels, sizes, n_components, meta_seed, data)
     gaps = cKDTree(meta).query(meta, k=2)[0][:, 1]
     radius = np.maximum(gaps / 4.0, 1e-3)
     # Components too small for a spectral layout (most of them when there are thousands)
@@ -271,8 +240,8 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     # block holds the same entries in the same order as before.
     grouped = relabelled(graph, order)
     laid_out = sizes > n_components + 1
-    dense = np.flatnonzero(laid_out & (sizes <= _DENSE_EIGH_MAX))
-    large = np.flatnonzero(laid_out & (sizes > _DENSE_EIGH_MAX))
+    dense = np.flatnonzero(laid_out & (sizes <= DENSE_EIGH_MAX))
+    large = np.flatnonzero(laid_out & (sizes > DENSE_EIGH_MAX))
     if dense.size:
         # Thousands of small components (69,717 in MNIST upsampled to 1M): one batched eigh
         # per component size instead of a Python round per component (~1 ms each). One BLAS
@@ -304,7 +273,7 @@ _DENSE_BATCH_BYTES = 32 << 20
 
 
 def _dense_layouts(grouped, bounds, sizes, components, n_components):
-    """``(batch, layouts)`` for components of at most ``_DENSE_EIGH_MAX`` points: ``batch``
+    """``(batch, layouts)`` for components of at most ``DENSE_EIGH_MAX`` points: ``batch``
     an array of m components of one size s, ``layouts`` (m, s, n_components) float32, as
     :func:`spectral_layout` computes them one by one, then scaled to max|coord| = 1. A
     component that comes out non-finite is left out (it keeps its random layout, as before).
@@ -314,7 +283,7 @@ def _dense_layouts(grouped, bounds, sizes, components, n_components):
     entry's scaling involve that row and column only); a batched eigh runs LAPACK on each
     matrix as a single call does; the rest is elementwise or per matrix.
     """
-    adjacency = sp.csr_matrix(_normalized_adjacency(grouped)[0])
+    adjacency = sp.csr_matrix(normalized_adjacency(grouped)[0])
     for size in np.unique(sizes[components]):
         same = components[sizes[components] == size]
         per_batch = max(1, _DENSE_BATCH_BYTES // (8 * int(size) ** 2))
@@ -325,8 +294,8 @@ def _dense_layouts(grouped, bounds, sizes, components, n_components):
             except np.linalg.LinAlgError:  # a matrix failed: one at a time, as before
                 yield from _one_by_one(grouped, bounds, batch, n_components)
                 continue
-            layouts, finite = _oriented_layouts(evals, evecs, n_components)
-            yield batch[finite], _unit_box(layouts[finite])
+            layouts, finite = oriented_layouts(evals, evecs, n_components)
+            yield batch[finite], unit_box(layouts[finite])
 
 
 def _one_by_one(grouped, bounds, batch, n_components):
@@ -341,7 +310,7 @@ def _component_layout(grouped, bounds, c, n_components, seed) -> np.ndarray | No
     or None; BLAS is limited to one thread by the caller."""
     lo, hi = bounds[c], bounds[c + 1]
     sub = spectral_layout(grouped[lo:hi, lo:hi], n_components, seed, limit_blas=False)
-    return None if sub is None else _unit_box(sub[None])[0]
+    return None if sub is None else unit_box(sub[None])[0]
 
 
 def _blocks(adjacency: sp.csr_matrix, starts: np.ndarray, size: int) -> np.ndarray:
@@ -366,7 +335,7 @@ def _run_largest_first(work, tasks: list, sizes: np.ndarray) -> None:
     import numba
 
     threads = min(numba.get_num_threads(), len(tasks))
-    # One BLAS thread for all of them, on any thread count (see _arpack_largest), set once
+    # One BLAS thread for all of them, on any thread count (see arpack_largest), set once
     # here, outside the threads (which skip their own limit): BLAS's count is process-wide
     # (unimap.runtime.blas counts the holders, so concurrent fits do not undo each other).
     with one_blas_thread():

@@ -179,7 +179,7 @@ def device_bytes(n: int, nnz: int, n_components: int) -> int:
 
 def spectral_layout_cuda(graph: sp.csr_matrix, n_components: int, seed: int,
                          tol: float = 1e-4, max_iter: int = 500):
-    """Eigenvalues and eigenvectors for :func:`unimap.initialization.spectral._oriented_layouts`
+    """Eigenvalues and eigenvectors for :func:`unimap.initialization.eigenpairs.oriented_layouts`
     of a connected graph: ``(values (d + 1,), vectors (n, d + 1))`` with the trivial pair
     (1, D^{1/2}1) first, or None when LOBPCG did not reach ``tol`` in ``max_iter`` iterations
     (the caller then asks ARPACK on the CPU)."""
