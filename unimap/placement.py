@@ -14,9 +14,12 @@ point lands in the same place whether it comes alone or in a batch.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.affinity.disconnect import cut_new_rows
 from unimap.neighbors.graph import NeighborIndex
 from unimap.runtime.guards import UMAP_CAUSES, FiniteGuard
 
@@ -52,6 +55,7 @@ def fuzzy_placement(
     learning_rate: float,
     repulsion_strength: float,
     negative_sample_rate: float,
+    disconnection_distance: float = math.inf,
 ) -> np.ndarray:
     """UMAP-style placement of the rows of ``X`` into ``reference`` (see module docstring).
 
@@ -72,6 +76,9 @@ def fuzzy_placement(
     n_epochs : int
     learning_rate, repulsion_strength, negative_sample_rate : float
         As in :func:`unimap.optimizers.umap_sgd.umap_sgd`.
+    disconnection_distance : float, default=inf
+        Neighbours at least this far get no weight
+        (:func:`unimap.affinity.disconnect.cut_new_rows`).
 
     Returns
     -------
@@ -85,6 +92,7 @@ def fuzzy_placement(
     # local connectivity by one to keep the same calibration.
     sigmas, rhos = smooth_knn_dist(dist, n_neighbors, max(0.0, local_connectivity - 1.0))
     weights = membership_weights(idx, dist, sigmas, rhos, skip_self=False)
+    weights = cut_new_rows(weights, dist, disconnection_distance, stacklevel=5)
     init = weighted_mean_positions(reference, idx, weights)
     m, k = idx.shape
     rows = np.repeat(np.arange(m), k)
@@ -109,6 +117,7 @@ def perplexity_placement(
     exaggeration: float = PLACEMENT_EXAGGERATION,
     momentum: float = PLACEMENT_MOMENTUM,
     max_grad_norm: float | None = PLACEMENT_MAX_GRAD_NORM,
+    disconnection_distance: float = math.inf,
 ) -> np.ndarray:
     """openTSNE-style placement of the rows of ``X`` into ``reference`` (module docstring).
 
@@ -116,7 +125,8 @@ def perplexity_placement(
     points and starts at the median of its 10 nearest neighbours' positions (at most the
     ``⌊3·perplexity⌋`` found). ``params`` is a
     :class:`unimap.optimizers.gradient_descent.RepulsionParams`; the other parameters are those of
-    :func:`unimap.optimizers.gradient_descent.place_points`.
+    :func:`unimap.optimizers.gradient_descent.place_points`. Neighbours at least
+    ``disconnection_distance`` away get no probability (the rest renormalised).
 
     Returns
     -------
@@ -129,6 +139,9 @@ def perplexity_placement(
     k = perplexity_neighbors(perplexity, n_train)
     idx, dist = index.query(X, k)
     probabilities, _ = conditional_probabilities(dist, min(perplexity, k))
+    if math.isfinite(disconnection_distance):
+        probabilities = cut_new_rows(probabilities, dist, disconnection_distance, stacklevel=5)
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
     m = X.shape[0]
     P = sp.csr_matrix((probabilities.ravel(), idx.ravel().astype(np.int64),
                        np.arange(0, m * k + 1, k)), shape=(m, n_train))

@@ -244,6 +244,18 @@ def test_metric_with_parameters_from_the_command_line(tmp_path, blobs):
     assert unimap.load(tmp_path / "m.unimap").metric_kwds == {"p": 3}
 
 
+def test_disconnection_distance_from_the_command_line(tmp_path, blobs):
+    import unimap
+
+    np.save(tmp_path / "x.npy", blobs[0])
+    assert main(["embed", str(tmp_path / "x.npy"), "--no-plot", "-q", "--method", "gdr",
+                 "--disconnection-distance", "1e6", "--n-epochs", "20",
+                 "--save-model", str(tmp_path / "m.unimap")]) == 0
+    assert unimap.load(tmp_path / "m.unimap").disconnection_distance == 1e6
+    assert main(["embed", str(tmp_path / "x.npy"), "--no-plot", "-q", "--method", "tsne",
+                 "--disconnection-distance", "2"]) == 2
+
+
 def test_densmap_from_the_command_line(tmp_path, blobs, capsys):
     import unimap
 

@@ -41,14 +41,16 @@ from unimap.io.write import WRITE_FORMATS, check_output_path, write_embedding
 _SUPERVISED = {"target_weight"}
 _METHOD_OPTIONS = {
     "umap": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", "densmap",
-             *_SUPERVISED},
-    "gdr": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
+             "disconnection_distance", *_SUPERVISED},
+    "gdr": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs",
+            "disconnection_distance", *_SUPERVISED},
     "tsne": {"perplexity", "metric", "metric_kwds", "n_epochs"},
-    "gdr-tsne": {"perplexity", "metric", "metric_kwds", "n_epochs", *_SUPERVISED},
+    "gdr-tsne": {"perplexity", "metric", "metric_kwds", "n_epochs", "disconnection_distance",
+                 *_SUPERVISED},
     "pca": set(),
 }
 _OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds", "n_epochs",
-             "target_weight", "densmap")
+             "target_weight", "densmap", "disconnection_distance")
 
 
 def _make_estimator(args):

@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "haversine, sqeuclidean, l1, l2)")
     embed.add_argument("--metric-kwds", help="the metric's parameters as JSON, e.g. "
                        "'{\"p\": 3}' for minkowski")
+    embed.add_argument("--disconnection-distance", type=float,
+                       help="umap, gdr, gdr-tsne: cut the neighbour edges at least this long "
+                       "(default: 2 for cosine and correlation, 1 for hellinger, jaccard and "
+                       "dice, else none)")
     embed.add_argument("--supervised", action="store_true",
                        help="umap, gdr, gdr-tsne: fit with the labels (--labels or "
                        "--label-column) as y; -1 or empty entries are unlabelled")

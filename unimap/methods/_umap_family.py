@@ -90,6 +90,20 @@ class UMAPFamily:
         """Raise if ``what`` (``transform``, ``update``) cannot place points with the fitted
         kernel (override)."""
 
+    def _cut_distance(self) -> float:
+        """``disconnection_distance`` resolved for the metric (infinite: no cut)."""
+        from unimap.affinity.disconnect import resolve_disconnection_distance
+
+        return resolve_disconnection_distance(self.disconnection_distance, self.metric)
+
+    def _disconnect(self, graph: sp.csr_matrix, knn_indices: np.ndarray,
+                    knn_dists: np.ndarray) -> sp.csr_matrix:
+        """The graph without its edges at least ``disconnection_distance`` long; called by
+        the methods' ``_affinities`` before the supervision."""
+        from unimap.affinity.disconnect import cut_graph
+
+        return cut_graph(graph, knn_indices, knn_dists, self._cut_distance(), stacklevel=6)
+
     def _check_target(self, y: Any, n: int) -> Any:
         from unimap.methods.supervision import check_target
 

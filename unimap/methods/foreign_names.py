@@ -37,8 +37,6 @@ FOREIGN_NAMES: dict[str, str] = {
     "dens_frac": "densMAP is UMAP's (UMAP(densmap=True, dens_frac=...))",
     "dens_var_shift": "densMAP is UMAP's (UMAP(densmap=True, dens_var_shift=...))",
     "output_dens": "densMAP is UMAP's (UMAP(output_dens=True))",
-    "disconnection_distance": "not supported: every kNN edge is kept (a disconnected graph's "
-                              "components are laid out separately by the spectral start)",
     "max_iter": "n_epochs (UMAP's SGD epochs; TSNE's max_iter counts its iterations)",
     "n_iter": "n_epochs (UMAP's SGD epochs; TSNE's max_iter counts its iterations)",
     "angle": "TSNE's Barnes-Hut angle; UMAP and GDR have no Barnes-Hut tree",

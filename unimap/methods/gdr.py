@@ -136,6 +136,13 @@ class GDR(UMAPFamily, NeighborEmbedding):
         is, 1 separates the classes as far as they go.
     target_n_neighbors : int, default=-1
         Neighbours of a numeric target's graph (-1: ``n_neighbors``).
+    disconnection_distance : float, optional
+        Edges of the neighbour graph at least this far apart are removed (umap-learn's
+        parameter; :mod:`unimap.affinity.disconnect`), also between new points and the
+        training points in ``transform``. Default: the largest distance of the bounded
+        metrics (2 for cosine and correlation, 1 for hellinger, jaccard and dice), where an
+        edge joins points with nothing in common; no cut for the others. Each point's scale is
+        still calibrated on all of its neighbours.
     unique : bool, default=False
         Fit on the distinct rows only and give each duplicate its row's position
         (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
@@ -244,6 +251,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),
         **SUPERVISION_CONSTRAINTS,
+        "disconnection_distance": Optional(Real(0.0, low_inclusive=False)),
         "unique": Boolean(),
     }
 
@@ -280,6 +288,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
+        disconnection_distance: float | None = None,
         unique: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
@@ -313,6 +322,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors
+        self.disconnection_distance = disconnection_distance
         self.unique = unique
 
     @property
@@ -359,10 +369,12 @@ class GDR(UMAPFamily, NeighborEmbedding):
                              "perplexity" if self.normalized else "fuzzy",
                              fit.symmetrization_, self.normalized, fit.perplexity_,
                              device=fit.devices_["affinities"])
+        cut = self._disconnect(P, knn_indices, knn_dists)
         if fit.target is not None:
-            P = self._supervised(fit, P)
-            if self.normalized:  # back to a joint probability
-                P.data /= P.data.sum(dtype=np.float64)
+            cut = self._supervised(fit, cut)
+        if self.normalized and cut is not P:  # back to a joint probability
+            cut.data /= cut.data.sum(dtype=np.float64)
+        P = cut
         fit.mean_weight_ = float(P.data.mean()) if P.nnz else 0.0
         if fit.n_negatives_ is None:  # M = 1000 shared samples per epoch: n_negatives·nnz/n
             fit.n_negatives_ = defaults.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)
@@ -454,10 +466,11 @@ class GDR(UMAPFamily, NeighborEmbedding):
         if self.normalized:
             method = "barnes_hut" if self.n_components <= 3 else "exact"
             return perplexity_placement(self._index, X, self._reference_embedding,
-                                        RepulsionParams(method, 0.5, 1.0))
+                                        RepulsionParams(method, 0.5, 1.0),
+                                        disconnection_distance=self._cut_distance())
         return fuzzy_placement(
             self._index, X, self._reference_embedding, self.n_neighbors_, local_connectivity=1.0,
             a=self.a_, b=self.b_, seed=self._streams.transform,
             n_epochs=transform_epochs(self._index.n_samples_, self.n_epochs),
             learning_rate=defaults.TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
-            negative_sample_rate=5.0)
+            negative_sample_rate=5.0, disconnection_distance=self._cut_distance())

@@ -115,6 +115,13 @@ default="spectral"
         is, 1 separates the classes as far as they go.
     target_n_neighbors : int, default=-1
         Neighbours of a numeric target's graph (-1: ``n_neighbors``).
+    disconnection_distance : float, optional
+        Edges of the neighbour graph at least this far apart are removed (umap-learn's
+        parameter; :mod:`unimap.affinity.disconnect`), also between new points and the
+        training points in ``transform``. Default: the largest distance of the bounded
+        metrics (2 for cosine and correlation, 1 for hellinger, jaccard and dice), where an
+        edge joins points with nothing in common; no cut for the others. Each point's scale is
+        still calibrated on all of its neighbours.
     unique : bool, default=False
         Fit on the distinct rows only and give each duplicate its row's position
         (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
@@ -229,6 +236,7 @@ default="spectral"
         "a": Optional(Real(0.0, low_inclusive=False)),
         "b": Optional(Real(0.0, low_inclusive=False)),
         **SUPERVISION_CONSTRAINTS,
+        "disconnection_distance": Optional(Real(0.0, low_inclusive=False)),
         "unique": Boolean(),
         "densmap": Boolean(),
         "dens_lambda": Real(0.0),
@@ -264,6 +272,7 @@ default="spectral"
         target_metric: str = "categorical",
         target_weight: float = 0.5,
         target_n_neighbors: int = -1,
+        disconnection_distance: float | None = None,
         unique: bool = False,
         densmap: bool = False,
         dens_lambda: float = 2.0,
@@ -296,6 +305,7 @@ default="spectral"
         self.target_metric = target_metric
         self.target_weight = target_weight
         self.target_n_neighbors = target_n_neighbors
+        self.disconnection_distance = disconnection_distance
         self.unique = unique
         self.densmap = densmap
         self.dens_lambda = dens_lambda
@@ -333,6 +343,7 @@ default="spectral"
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
             knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio,
             device=fit.devices_["affinities"])
+        graph = self._disconnect(graph, knn_indices, knn_dists)
         graph = self._supervised(fit, graph)
         fit.pruned_graph = prune_graph(graph, fit.n_epochs_)
         return graph
@@ -412,7 +423,7 @@ default="spectral"
         return fuzzy_placement(
             self._index, X, reference, self.n_neighbors_, self.local_connectivity,
             self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
-            self.repulsion_strength, self.negative_sample_rate)
+            self.repulsion_strength, self.negative_sample_rate, self._cut_distance())
 
 
 def check_kernel_params(estimator: Any) -> None:
