@@ -56,6 +56,7 @@ def fuzzy_placement(
     repulsion_strength: float,
     negative_sample_rate: float,
     disconnection_distance: float = math.inf,
+    output_metric: str = "euclidean",
 ) -> np.ndarray:
     """UMAP-style placement of the rows of ``X`` into ``reference`` (see module docstring).
 
@@ -79,6 +80,8 @@ def fuzzy_placement(
     disconnection_distance : float, default=inf
         Neighbours at least this far get no weight
         (:func:`unimap.affinity.disconnect.cut_new_rows`).
+    output_metric : str, default="euclidean"
+        The embedding's space, as in :func:`unimap.optimizers.umap_sgd.umap_sgd`.
 
     Returns
     -------
@@ -103,7 +106,8 @@ def fuzzy_placement(
     return umap_sgd(init, reference, graph, n_epochs, a, b, seed, learning_rate=learning_rate,
                     repulsion_strength=repulsion_strength,
                     negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx),
-                    max_weight=1.0, guard=FiniteGuard("transform", UMAP_CAUSES))
+                    max_weight=1.0, guard=FiniteGuard("transform", UMAP_CAUSES),
+                    output_metric=output_metric)
 
 
 def perplexity_placement(

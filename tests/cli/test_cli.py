@@ -244,9 +244,10 @@ def test_metric_with_parameters_from_the_command_line(tmp_path, blobs):
     assert unimap.load(tmp_path / "m.unimap").metric_kwds == {"p": 3}
 
 
-def test_disconnection_distance_from_the_command_line(tmp_path, blobs):
+def test_disconnection_distance_from_the_command_line(tmp_path, blobs, monkeypatch):
     import unimap
 
+    monkeypatch.chdir(tmp_path)  # the embedding's default file goes to the current folder
     np.save(tmp_path / "x.npy", blobs[0])
     assert main(["embed", str(tmp_path / "x.npy"), "--no-plot", "-q", "--method", "gdr",
                  "--disconnection-distance", "1e6", "--n-epochs", "20",

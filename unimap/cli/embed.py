@@ -56,7 +56,8 @@ _OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds", "
 def _make_estimator(args):
     import unimap
 
-    given = {name for name in _OPTIONAL if getattr(args, name) is not None}
+    # getattr's default: `compare` builds its estimators here too, without every option
+    given = {name for name in _OPTIONAL if getattr(args, name, None) is not None}
     stray = sorted(given - _METHOD_OPTIONS[args.method])
     if stray:
         flags = ", ".join("--" + name.replace("_", "-") for name in stray)

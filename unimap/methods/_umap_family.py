@@ -146,6 +146,11 @@ class UMAPFamily:
         if self.metric == "precomputed":
             raise ValueError("inverse_transform needs data rows; this model was fitted on "
                              "precomputed distances")
+        output_metric = getattr(self, "output_metric", "euclidean")
+        if output_metric not in ("euclidean", "l2"):
+            raise ValueError(f"inverse_transform weighs training points by euclidean "
+                             f"distances in the embedding; this one has "
+                             f"output_metric={output_metric!r}")
         Y = check_array(Y, "X")
         self._check_n_features(Y, self.embedding_.shape[1])
         with numba_threads(resolve_n_jobs(self.n_jobs)):

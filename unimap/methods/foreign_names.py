@@ -30,8 +30,9 @@ FOREIGN_NAMES: dict[str, str] = {
                       "each new point placed the same alone or in a batch)",
     "transform_mode": "transform always places the points (umap-learn's 'embedding' mode)",
     "tqdm_kwds": "verbose=True shows the progress bars",
-    "output_metric": "the embedding is euclidean; other output metrics are not supported",
-    "output_metric_kwds": "the embedding is euclidean; other output metrics are not supported",
+    "output_metric": "UMAP's (UMAP(output_metric='haversine' or 'hyperboloid')); this "
+                     "method's embedding is euclidean",
+    "output_metric_kwds": "UMAP's; this method's embedding is euclidean",
     "densmap": "densMAP is UMAP's (UMAP(densmap=True)); this method has no density term",
     "dens_lambda": "densMAP is UMAP's (UMAP(densmap=True, dens_lambda=...))",
     "dens_frac": "densMAP is UMAP's (UMAP(densmap=True, dens_frac=...))",

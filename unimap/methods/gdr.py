@@ -32,7 +32,7 @@ from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import GDRPlan
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
-from unimap.methods.umap import check_kernel_params
+from unimap.methods.umap_defaults import check_kernel_params
 from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from unimap.methods.plan import GDRPlan
-from unimap.methods.umap import capped_n_neighbors, umap_epochs
+from unimap.methods.umap_defaults import capped_n_neighbors, umap_epochs
 
 __all__ = ["resolve_gdr_plan", "normalized_steps", "REPULSION_RATE", "TSNE_SHARED_SAMPLES",
            "TRANSFORM_LR"]

@@ -8,7 +8,6 @@ initialization (:mod:`unimap.initialization`, [0, 10] box) → kernel ``1/(1 + a
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,13 @@ from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
+from unimap.methods.umap_defaults import (
+    DENSMAP_EXTRA_EPOCHS,
+    capped_n_neighbors,
+    check_kernel_params,
+    check_output_metric,
+    umap_epochs,
+)
 from unimap.runtime.params import (
     MAX_ITERATIONS,
     AnyOf,
@@ -30,28 +36,7 @@ from unimap.runtime.params import (
     Real,
 )
 
-__all__ = ["UMAP", "capped_n_neighbors", "umap_epochs"]
-
-SMALL_DATA = 10_000  # UMAP's epoch rule: 500 epochs up to this many points, else 200
-DENSMAP_EXTRA_EPOCHS = 200  # umap-learn's default adds these with densmap=True
-
-
-def umap_epochs(n: int) -> int:
-    """UMAP's default epoch count: 500 for up to 10,000 points, else 200."""
-    return 500 if n <= SMALL_DATA else 200
-
-
-def capped_n_neighbors(n_neighbors: int, n: int, stacklevel: int = 4) -> int:
-    """``n_neighbors`` capped at the number of samples, with a warning (``stacklevel``: the
-    frames between the user's ``fit`` call and this function, plus one)."""
-    if n_neighbors > n:
-        warnings.warn(
-            f"n_neighbors={n_neighbors} is larger than the number of samples ({n}); "
-            f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=stacklevel,
-        )
-        return n
-    return n_neighbors
-
+__all__ = ["UMAP"]
 
 class UMAP(UMAPFamily, NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
@@ -137,6 +122,16 @@ default="spectral"
         Share of the epochs, at the end, that carry the density term.
     dens_var_shift : float, default=0.1
         Added to the variance of the embedding's log radii (keeps the term finite).
+    output_metric : {"euclidean", "haversine", "hyperboloid"}, default="euclidean"
+        The space of the embedding (umap-learn's parameter;
+        :mod:`unimap.optimizers.output_metric_numba`): ``"haversine"`` lays it out on the
+        sphere, each row ``(θ, φ)`` in radians (``x = sin θ cos φ``, ``y = sin θ sin φ``,
+        ``z = cos θ``; ``n_components=2``); ``"hyperboloid"`` in hyperbolic space, each row
+        the spatial coordinates of a point of the hyperboloid model (its first coordinate
+        ``sqrt(1 + |x|²)``). CPU only; without densMAP, ``output_dens`` and
+        ``inverse_transform``, which assume a euclidean embedding.
+    output_metric_kwds : dict, optional
+        umap-learn's parameters of the output metric; these two take none.
     output_dens : bool, default=False
         Also compute the log local radii of the data and of the embedding (``rad_orig_``,
         ``rad_emb_``); ``fit_transform`` then returns ``(embedding, rad_orig, rad_emb)`` as
@@ -243,6 +238,8 @@ default="spectral"
         "dens_frac": Real(0.0, 1.0),
         "dens_var_shift": Real(0.0),
         "output_dens": Boolean(),
+        "output_metric": Options("euclidean", "l2", "haversine", "hyperboloid"),
+        "output_metric_kwds": Optional(Dict()),
     }
 
     def __init__(
@@ -279,6 +276,8 @@ default="spectral"
         dens_frac: float = 0.3,
         dens_var_shift: float = 0.1,
         output_dens: bool = False,
+        output_metric: str = "euclidean",
+        output_metric_kwds: dict | None = None,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -312,9 +311,12 @@ default="spectral"
         self.dens_frac = dens_frac
         self.dens_var_shift = dens_var_shift
         self.output_dens = output_dens
+        self.output_metric = output_metric
+        self.output_metric_kwds = output_metric_kwds
 
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
+        check_output_metric(self)
 
     def _resolve(self, n: int) -> UMAPPlan:
         from unimap.lowdim.ab_fit import find_ab_params
@@ -363,7 +365,8 @@ default="spectral"
                         repulsion_strength=self.repulsion_strength,
                         negative_sample_rate=self.negative_sample_rate,
                         guard=self._epoch_guard(fit, UMAP_CAUSES),
-                        device=fit.devices_["optimize"], density=density)
+                        device=fit.devices_["optimize"], density=density,
+                        output_metric=self.output_metric)
 
     def _density(self, fit, graph):
         """densMAP's plan (None without ``densmap``) and, with ``output_dens``, the data's
@@ -410,7 +413,8 @@ default="spectral"
     def _optimizer_on_gpu(self, fit) -> bool:
         from unimap.optimizers.umap_sgd_cuda import supports
 
-        return supports(self.n_components) and not self.densmap
+        return (supports(self.n_components) and not self.densmap
+                and self.output_metric in ("euclidean", "l2"))
 
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to
@@ -423,12 +427,5 @@ default="spectral"
         return fuzzy_placement(
             self._index, X, reference, self.n_neighbors_, self.local_connectivity,
             self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
-            self.repulsion_strength, self.negative_sample_rate, self._cut_distance())
-
-
-def check_kernel_params(estimator: Any) -> None:
-    """``min_dist <= spread``, and ``a``, ``b`` given together (UMAP and GDR)."""
-    from unimap.lowdim.ab_fit import check_ab_pair, check_curve
-
-    check_curve(estimator.min_dist, estimator.spread)
-    check_ab_pair(estimator.a, estimator.b)
+            self.repulsion_strength, self.negative_sample_rate, self._cut_distance(),
+            output_metric=self.output_metric)

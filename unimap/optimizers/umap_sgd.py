@@ -70,6 +70,7 @@ def umap_sgd(
     device: str = "cpu",
     negative_pool: int | None = None,
     density: DensityPlan | None = None,
+    output_metric: str = "euclidean",
 ) -> np.ndarray:
     """Optimize ``head`` with UMAP's SGD over the edges of ``graph`` (rows = head points).
 
@@ -111,6 +112,9 @@ def umap_sgd(
     density : :class:`DensityPlan`, optional
         densMAP: its last epochs (``frac`` of them) add the density gradient
         (:mod:`unimap.optimizers.densmap_numba`); fitting on the CPU only.
+    output_metric : {"euclidean", "haversine", "hyperboloid"}, default="euclidean"
+        The space of the embedding (:mod:`unimap.optimizers.output_metric_numba`; CPU only,
+        without ``density``).
 
     Returns
     -------
@@ -143,6 +147,7 @@ def umap_sgd(
     kernel = SGDKernel(a, b, gamma)
     seed = np.uint64(seed)
     alphas = linear_decay(learning_rate, n_epochs)
+    metric = _output_metric_code(output_metric, density, device)
     if device == "cuda" and tail is None:
         from unimap.optimizers.umap_sgd_cuda import umap_sgd_cuda
 
@@ -156,7 +161,14 @@ def umap_sgd(
     snapshot = np.empty_like(emb)
     if negative_pool is None:
         negative_pool = sampling.default_negative_pool(emb.shape[0])
-    if emb.shape[1] != 2:
+    if metric:
+        from unimap.optimizers.output_metric_numba import (
+            sgd_epoch_edges_metric,
+            sgd_epoch_rows_metric,
+        )
+
+        fit_epoch, pool_args = sgd_epoch_edges_metric, (np.int64(metric),)
+    elif emb.shape[1] != 2:
         fit_epoch, pool_args = sgd_epoch_edges_nd, ()
     elif negative_pool > 0:
         fit_epoch, pool_args = sgd_epoch_edges_2d_pooled, (np.int64(negative_pool),)
@@ -186,6 +198,9 @@ def umap_sgd(
                     snapshot[:] = emb
                     fit_epoch(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha,
                               np.int64(workers()), *pool_args)
+                elif metric:
+                    sgd_epoch_rows_metric(emb, tail, edges, schedule, kernel, row_keys, seed,
+                                          epoch, alpha, np.int64(metric))
                 else:
                     sgd_epoch_rows(emb, tail, edges, schedule, kernel, row_keys, seed, epoch,
                                    alpha)
@@ -195,6 +210,21 @@ def umap_sgd(
                 if callback is not None:
                     callback(epoch, emb)
     return emb if relabel is None else in_input_order(emb, relabel)
+
+
+def _output_metric_code(output_metric: str, density, device: str) -> int:
+    """0 for the euclidean kernels, else the code of
+    :data:`unimap.optimizers.output_metric_numba.OUTPUT_METRICS`."""
+    if output_metric in ("euclidean", "l2"):
+        return 0
+    from unimap.optimizers.output_metric_numba import OUTPUT_METRICS
+
+    if output_metric not in OUTPUT_METRICS:
+        raise ValueError(f"output_metric must be 'euclidean', 'haversine' or 'hyperboloid', "
+                         f"got {output_metric!r}")
+    if density is not None or device == "cuda":
+        raise ValueError(f"output_metric={output_metric!r} runs on the CPU, without densMAP")
+    return OUTPUT_METRICS[output_metric]
 
 
 def _sampling_plan(graph, fitting, n_epochs, max_weight, negative_sample_rate):
