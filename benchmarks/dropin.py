@@ -29,9 +29,12 @@ Time columns are seconds of the call (fit, fit + transform, inverse_transform, u
 
 densMAP rows (``densmap=True, output_dens=True`` on the training points): Spearman
 correlation of the embedding's local radii with the data's, by each library's own
-``rad_orig``/``rad_emb`` and by one measure for both (:func:`embedding_radii` against
-unimap's ``rad_orig``, which equals umap-learn's up to float rounding), and of the two
-libraries' embedding radii with each other.
+``rad_orig``/``rad_emb`` and by two measures applied to both (:func:`embedding_radii`
+against unimap's ``rad_orig``, which equals umap-learn's up to float rounding): squared
+distances (unimap's ``rad_emb_``; "one measure") and plain distances (umap-learn's
+``rad_emb``, whose ``rad_orig`` squares them and whose ``rad_emb`` does not); and of the
+two libraries' embedding radii with each other. ``dropin_seeds.py`` repeats the
+seed-sensitive columns over 16 seeds.
 
 Examples::
 
@@ -181,16 +184,20 @@ def _update(lib, data):
     return rows
 
 
-def embedding_radii(embedding):
+def embedding_radii(embedding, squared=True):
     """One measure for both libraries' embeddings: unimap's log local radii
-    (``unimap.affinity.density.log_radii``) over the embedding's own 15-NN fuzzy graph."""
+    (``unimap.affinity.density.log_radii``) over the embedding's own 15-NN fuzzy graph, of
+    squared distances (unimap's ``rad_emb_``, the densMAP paper's definition) or, given
+    their square roots, of plain ones (umap-learn's ``rad_emb``, whose ``rad_orig`` squares
+    them)."""
     from unimap.affinity.density import log_radii
     from unimap.affinity.fuzzy import fuzzy_simplicial_set
     from unimap.neighbors.graph import NeighborIndex
 
     knn = NeighborIndex("euclidean", "auto", random_state=0).build(embedding).knn_graph(15)
     graph, _, _ = fuzzy_simplicial_set(knn.indices, knn.distances)
-    return log_radii(graph, knn.indices, knn.distances)
+    dists = knn.distances if squared else np.sqrt(knn.distances)
+    return log_radii(graph, knn.indices, dists)
 
 
 def densmap_rows(X_tr):
@@ -211,6 +218,9 @@ def densmap_rows(X_tr):
                                spearmanr(r_orig_u, r_emb_u).statistic),
            "radii rho (one measure)": (spearmanr(r_orig, common).statistic,
                                        spearmanr(r_orig, common_u).statistic),
+           "radii rho (umap-learn's measure)": (
+               spearmanr(r_orig, embedding_radii(emb, squared=False)).statistic,
+               spearmanr(r_orig, embedding_radii(emb_u, squared=False)).statistic),
            "rho with the other's radii": (spearmanr(common, common_u).statistic,) * 2}
     return ({k: v[0] for k, v in row.items()} | {"s": t_ours},
             {k: v[1] for k, v in row.items()} | {"s": t_theirs})
