@@ -5,10 +5,16 @@ import scipy.sparse as sp
 from unimap.runtime.ordering import relabelled
 
 
+@pytest.mark.parametrize("path", ["numba", "scipy"])
 @pytest.mark.parametrize("sort_rows", [False, True])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_relabelled_is_scipys_indexing(sort_rows, index_dtype):
-    """Rows short and long (insertion sort and argsort), unsorted input rows, empty rows."""
+def test_relabelled_is_scipys_indexing(sort_rows, index_dtype, path, monkeypatch):
+    """Rows short and long (insertion sort and argsort), unsorted input rows, empty rows;
+    the numba pass (large matrices) and scipy's indexing (small ones) give the same arrays,
+    in the same dtypes."""
+    import unimap.runtime.ordering as ordering
+
+    monkeypatch.setattr(ordering, "SCIPY_MAX_ENTRIES", 0 if path == "numba" else 1 << 20)
     rng = np.random.default_rng(0)
     n = 300
     dense = rng.random((n, n)) * (rng.random((n, n)) < 0.05)
@@ -30,6 +36,10 @@ def test_relabelled_is_scipys_indexing(sort_rows, index_dtype):
     np.testing.assert_array_equal(ours.indices, expected.indices)
     np.testing.assert_array_equal(ours.data, expected.data)
     assert ours.dtype == np.float32
+    # the same index dtypes from both paths (the kernels downstream compile per dtype)
+    monkeypatch.setattr(ordering, "SCIPY_MAX_ENTRIES", 1 << 20 if path == "numba" else 0)
+    other = relabelled(matrix, order, sort_rows=sort_rows)
+    assert (ours.indptr.dtype, ours.indices.dtype) == (other.indptr.dtype, other.indices.dtype)
     assert relabelled(matrix, order, dtype=np.float64).dtype == np.float64
 
 
