@@ -7,9 +7,15 @@ seeded). Two kernels here avoid any shared write:
 ``sgd_epoch_edges_2d`` and ``sgd_epoch_edges_nd`` (fit): the directed edges are split by a
 greedy edge colouring into classes in which no two edges share a point. Classes run one after
 the other, edges of a class in parallel; each sampled edge moves both ends (umap-learn's
-``move_other``) and its head takes the negative samples, read from the epoch's start
-``snapshot``. Every point is written by one thread at a time in a fixed order, so the result
-does not depend on the thread count.
+``move_other``) and its head takes the negative samples. A class that runs in parallel reads
+them from the epoch's start ``snapshot`` (other threads write while they are read); a class
+below ``SERIAL_CLASS_SIZE`` edges runs on one thread and reads live positions, as umap-learn's
+serial SGD does. The stale snapshot spreads classes apart: on supervised digits, same graph and
+start, the nearest other class centroid was 10.6 against 9.3 with live reads and umap-learn's
+9.2 (``benchmarks/results/sgd_geometry.md``), and held-out points then needed more epochs to
+reach a class. Which classes run serially depends on their sizes, not on the thread count, and
+every point is written by one thread at a time in a fixed order, so the result does not depend
+on the thread count.
 (Moving only the head of each edge, row by row, is simpler but measurably worse: on digits,
 clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0.12-0.13 to
 0.21-0.33.)
@@ -260,9 +266,9 @@ def sgd_epoch_edges_2d(emb, snapshot, edges, schedule, kernel, seed, epoch, alph
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
         start, stop = class_ptr[c], class_ptr[c + 1]
-        if stop - start < SERIAL_CLASS_SIZE:
+        if stop - start < SERIAL_CLASS_SIZE:  # one thread: negatives from live positions
             for e in range(start, stop):
-                edge_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                edge_2d(e, emb, emb, heads, tails, epochs_per_sample, next_sample,
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
@@ -329,9 +335,9 @@ def sgd_epoch_edges_nd(emb, snapshot, edges, schedule, kernel, seed, epoch, alph
     seed_hash = mix64(np.uint64(seed))
     for c in range(class_ptr.shape[0] - 1):
         start, stop = class_ptr[c], class_ptr[c + 1]
-        if stop - start < SERIAL_CLASS_SIZE:
+        if stop - start < SERIAL_CLASS_SIZE:  # one thread: negatives from live positions
             for e in range(start, stop):
-                edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                edge_nd(e, emb, emb, heads, tails, epochs_per_sample, next_sample,
                          epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                          alpha)
         else:
