@@ -5,9 +5,10 @@ ends) beside its class: on digits, supervised, it takes the values 0.92, 0.96 or
 for both libraries. This script refits each library with ``random_state`` 0..N-1 on the same
 80% training split as ``dropin.py`` and reports the mean, minimum and maximum:
 
-- digits, supervised and semi-supervised (50% of the labels hidden): ARI of k-means (k = 10,
-  5 starts) on the training embedding against the true labels, 10-NN accuracy of the
-  held-out points placed by ``transform``, and of the points whose labels were hidden;
+- digits, unsupervised, supervised and semi-supervised (50% of the labels hidden): ARI of
+  k-means (k = 10, 5 starts) on the training embedding against the true labels, 10-NN
+  accuracy of the held-out points placed by ``transform``, and of the points whose labels
+  were hidden;
 - iris and digits, densMAP: Spearman correlation of the embedding's log local radii with the
   data's (``rad_orig``) by three measures, each applied to both libraries' embeddings:
   the library's own ``rad_emb``; squared distances (the densMAP paper's and the objective's
@@ -43,12 +44,13 @@ def estimator(lib: str, seed: int, **params):
     return umap.UMAP(random_state=seed, **params)
 
 
-def supervised_scores(lib, data, seeds, hide: bool) -> dict[str, list[float]]:
+def supervised_scores(lib, data, seeds, hide: bool | None) -> dict[str, list[float]]:
     """ARI, held-out 10-NN accuracy and (with hidden labels) the hidden points' 10-NN
-    accuracy, as ``dropin.py`` computes them, for each seed."""
+    accuracy, as ``dropin.py`` computes them, for each seed; ``hide=None``: fitted without
+    labels."""
     X, X_te, y, y_te = data
     hidden = np.random.default_rng(0).random(len(y)) < 0.5
-    labels = np.where(hidden, -1, y) if hide else y
+    labels = None if hide is None else np.where(hidden, -1, y) if hide else y
     out: dict[str, list[float]] = {"ARI": [], "held-out acc": []}
     if hide:
         out["unlabelled acc"] = []
@@ -94,7 +96,8 @@ def main() -> None:
     before = host_state()
     rows = []
     X_tr, X_te, y_tr, y_te = split(*load("digits", None))
-    for task, hide in (("supervised", False), ("semi-supervised (50%)", True)):
+    for task, hide in (("unsupervised", None), ("supervised", False),
+                       ("semi-supervised (50%)", True)):
         ours, theirs = (supervised_scores(lib, (X_tr, X_te, y_tr, y_te), seeds, hide)
                         for lib in ("unimap", "umap"))
         for column in ours:
