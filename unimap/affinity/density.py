@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.edge_keys import edge_keys, values_at
+from unimap.affinity.edge_keys import knn_edge_lengths
 
 __all__ = ["log_radii", "standardized"]
 
@@ -24,12 +24,7 @@ def log_radii(graph: sp.csr_matrix, knn_indices: np.ndarray,
     """Each point's log local radius (float32, n) over the edges of ``graph`` (symmetric,
     weights μ) with distances from the kNN graph ``(knn_indices, knn_dists)``."""
     n = graph.shape[0]
-    rows = np.repeat(np.arange(n), knn_indices.shape[1])
-    dists = sp.csr_matrix((knn_dists.ravel().astype(np.float64),
-                           (rows, knn_indices.ravel())), shape=(n, n))
-    own, values = edge_keys(dists.maximum(dists.T))
-    coo = graph.tocoo()
-    d = values_at(coo.row.astype(np.int64) * n + coo.col, own, values, 0.0)
+    coo, d = knn_edge_lengths(graph, knn_indices, knn_dists)
     mu = coo.data.astype(np.float64)
     weighted = np.bincount(coo.row, mu * d * d, n) + np.bincount(coo.col, mu * d * d, n)
     totals = np.bincount(coo.row, mu, n) + np.bincount(coo.col, mu, n)

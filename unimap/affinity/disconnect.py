@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.edge_keys import edge_keys, values_at
+from unimap.affinity.edge_keys import knn_edge_lengths
 
 __all__ = ["DISCONNECTION_DISTANCES", "resolve_disconnection_distance", "cut_graph",
            "cut_new_rows"]
@@ -45,13 +45,8 @@ def cut_graph(graph: sp.csr_matrix, knn_indices: np.ndarray, knn_dists: np.ndarr
     if not math.isfinite(at) or not (knn_dists[:, 1:] >= at).any():
         return graph
     n = graph.shape[0]
-    rows = np.repeat(np.arange(n), knn_indices.shape[1])
-    dists = sp.csr_matrix((knn_dists.ravel().astype(np.float64) + 1.0,  # +1: 0 stays stored
-                           (rows, knn_indices.ravel())), shape=(n, n))
-    own, values = edge_keys(dists.maximum(dists.T))
-    coo = graph.tocoo()
-    d = values_at(coo.row.astype(np.int64) * n + coo.col, own, values, 0.0) - 1.0
-    keep = d < at
+    coo, lengths = knn_edge_lengths(graph, knn_indices, knn_dists)
+    keep = lengths < at  # (an edge no kNN list holds reads 0 and is kept)
     cut = sp.csr_matrix((coo.data[keep], (coo.row[keep], coo.col[keep])), shape=graph.shape)
     off_diagonal = coo.row != coo.col
     before = np.bincount(coo.row[off_diagonal], minlength=n)

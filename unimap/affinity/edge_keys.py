@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["edge_keys", "values_at"]
+__all__ = ["edge_keys", "values_at", "knn_edge_lengths"]
 
 
 def edge_keys(graph: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
@@ -29,3 +29,18 @@ def values_at(keys: np.ndarray, own: np.ndarray, values: np.ndarray,
         hit = own[at] == keys
         out[hit] = values[at[hit]]
     return out
+
+
+def knn_edge_lengths(graph: sp.spmatrix, knn_indices: np.ndarray,
+                     knn_dists: np.ndarray) -> tuple[sp.coo_matrix, np.ndarray]:
+    """``graph``'s entries (COO) and each one's length read from the kNN graph
+    ``(knn_indices, knn_dists)``: the larger of the two kNN distances between its ends,
+    float64, 0 where neither kNN list holds the edge (densMAP's radii, the disconnection
+    cut)."""
+    n = graph.shape[0]
+    rows = np.repeat(np.arange(n), knn_indices.shape[1])
+    dists = sp.csr_matrix((knn_dists.ravel().astype(np.float64),
+                           (rows, knn_indices.ravel())), shape=(n, n))
+    own, values = edge_keys(dists.maximum(dists.T))
+    coo = graph.tocoo()
+    return coo, values_at(coo.row.astype(np.int64) * n + coo.col, own, values, 0.0)
