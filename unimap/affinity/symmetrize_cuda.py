@@ -121,8 +121,8 @@ def combined_cuda(indptr: np.ndarray, columns: np.ndarray, data, shape: tuple[in
     """:meth:`unimap.affinity.directed.DirectedRows.combined` on the GPU: the same arguments
     as the CPU kernels (``data`` may already be on the device); returns the result's CSR
     ``(indptr, columns, data)`` as host arrays."""
-    m, n = shape
-    nnz = columns.shape[0]
+    m, n = (int(s) for s in shape)
+    nnz = int(columns.shape[0])
     check_device_memory(device_bytes(m, n, nnz, np.dtype(data.dtype).itemsize),
                         "the affinities' symmetrisation on the GPU")
     d_indptr, d_columns, d_data = (as_device(a) for a in (indptr, columns, data))
@@ -152,8 +152,9 @@ def combined_cuda(indptr: np.ndarray, columns: np.ndarray, data, shape: tuple[in
                                   cuda.device_array(0, dtype=np.int32),
                                   cuda.device_array(0, dtype=out), order, stored)
     out_indptr = _prefix_sum(counts[1:])
-    out_columns = cuda.device_array(out_indptr[-1], dtype=np.int32)
-    out_data = cuda.device_array(out_indptr[-1], dtype=out)
+    total = int(out_indptr[-1])  # numba-cuda takes a Python int as a shape, not a NumPy one
+    out_columns = cuda.device_array(total, dtype=np.int32)
+    out_data = cuda.device_array(total, dtype=out)
     _combine_rows[rows_launch(m)](*arrays, *scalars, True, cuda.to_device(out_indptr),
                                   out_columns, out_data, order, stored)
     return out_indptr, out_columns.copy_to_host(), out_data.copy_to_host()
