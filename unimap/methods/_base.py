@@ -232,19 +232,21 @@ class NeighborEmbedding(UnimapEstimator):
         them: the neighbours where the GPU kNN serves them
         (:mod:`unimap.neighbors.brute_force_cuda`), the affinities always (every calibration
         and symmetrisation has its kernels: :mod:`unimap.affinity.calibration_cuda`,
-        :mod:`unimap.affinity.symmetrize_cuda`), a spectral start (a connected graph's;
-        :mod:`unimap.initialization.spectral_cuda`) or a PCA start by the covariance solver,
-        the optimizer where its CUDA module
-        supports the configuration (``_optimizer_on_gpu``)."""
+        :mod:`unimap.affinity.symmetrize_cuda`), a PCA start by the covariance solver, the
+        optimizer where its CUDA module supports the configuration (``_optimizer_on_gpu``).
+
+        A spectral start stays on the CPU: LOBPCG on the GPU
+        (:mod:`unimap.initialization.spectral_cuda`) took 24-26 s for MNIST-70k on an H100,
+        where ARPACK on the CPU takes about 0.5 s (``benchmarks/results/gpu.md``;
+        ``benchmarks/device/lobpcg_profile.py`` measures where its time goes)."""
         from unimap.initialization.layouts import pca_init_on_gpu
         from unimap.neighbors.graph import NeighborIndex
 
         phases = ("affinities",)
         init = fit.init_ if isinstance(fit.init_, str) else "array"
         dense_features = self.metric != "precomputed" and not sp.issparse(X)
-        if init == "spectral" or (init == "pca" and dense_features
-                                  and pca_init_on_gpu(*X.shape, self.n_components)):
-            phases += ("init",)  # LOBPCG (initialization.spectral_cuda) or pca_cuda
+        if init == "pca" and dense_features and pca_init_on_gpu(*X.shape, self.n_components):
+            phases += ("init",)  # decomposition.pca_cuda
         if self._optimizer_on_gpu(fit):
             phases += ("optimize",)
         if self.precomputed_knn is not None or sp.issparse(X):
