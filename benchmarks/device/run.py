@@ -17,7 +17,8 @@ what ``device="auto"`` finds, then runs the steps in order of value. Each step h
 timeout, cut to the time left; a step that needs more than is left is skipped with a line
 saying so, and ``--steps`` lets a second call finish what the first skipped. Everything goes
 under ``--out`` in at most 8 files: ``run.log`` (every line of every step, flushed as it
-comes), ``inprocess.jsonl``, ``scale.jsonl``, ``fresh.md``, ``peers.md``, ``cpu.md``.
+comes), ``inprocess.jsonl`` (the warm fits and the spectral start's profile,
+``lobpcg_profile.py``), ``scale.jsonl``, ``fresh.md``, ``peers.md``, ``cpu.md``.
 """
 
 from __future__ import annotations
@@ -54,24 +55,28 @@ def steps(out: Path, tiny: bool) -> list[Step]:
     inprocess = [py, str(BENCH / "device" / "inprocess.py")]
     gpu = [py, str(BENCH / "gpu.py")]
     plan = [
-        Step("warm", 60, 170, [*inprocess, "--methods", "GDR,GDRn,UMAP,TSNE,PCA", *n,
+        Step("warm", 60, 170, [*inprocess, "--methods", "GDR,GDRn,UMAP,PCA,TSNE", *n,
                                "--json", str(out / "inprocess.jsonl")]),
+        Step("lobpcg", 60, 120, [py, str(BENCH / "device" / "lobpcg_profile.py"),
+                                *(["--n", "300"] if tiny else []),
+                                "--json", str(out / "inprocess.jsonl")]),
         Step("fresh", 60, 150, [*gpu, *runs, *n, "--out", str(out / "fresh.md"), "--only",
                                 "unimap-gdr-cuda", "unimap-gdr-normalized-cuda",
                                 "unimap-umap-cuda", "unimap-tsne-cuda", "unimap-pca-cuda"]),
         Step("tests", 30, 120, [py, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
                                 str(ROOT / "tests" / "device")]),
-        Step("peers", 60, 150, [*gpu, "--runs", "1", *n, "--out", str(out / "peers.md"),
-                                "--only", "torchdr-umap", "gtsne-tsne"]),
         Step("scale1m", 40, 150, [*inprocess, "--scale", big, "--methods", "GDR", "--source",
                                   "gauss", "--json", str(out / "scale.jsonl")]),
         Step("scale1m-mnist", 40, 150, [*inprocess, "--scale", big, "--methods", "GDR",
                                         "--source", "mnist", "--json", str(out / "scale.jsonl")]),
+        Step("scale10m", 60, 240, [*inprocess, "--scale", huge, "--methods", "GDR", "--source",
+                                   "gauss", "--json", str(out / "scale.jsonl")]),
+        # measured on 2026-11-27 (benchmarks/results/gpu.md): last, for the same run's ratios
+        Step("peers", 60, 150, [*gpu, "--runs", "1", *n, "--out", str(out / "peers.md"),
+                                "--only", "torchdr-umap", "gtsne-tsne"]),
         Step("cpu", 90, 200, [*gpu, "--runs", "1", *n, "--out", str(out / "cpu.md"), "--only",
                               "unimap-gdr-cpu", "unimap-umap-cpu", "unimap-tsne-cpu",
                               "unimap-pca-cpu"]),
-        Step("scale10m", 60, 240, [*inprocess, "--scale", huge, "--methods", "GDR", "--source",
-                                   "gauss", "--json", str(out / "scale.jsonl")]),
     ]
     if tiny:  # the simulator's fits take seconds each (a spectral start: ~3 s at 80 points)
         plan = [step._replace(timeout_s=3 * step.timeout_s) for step in plan]
