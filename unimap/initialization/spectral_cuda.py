@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import cuda
 
+from unimap.runtime.blas import one_blas_thread
 from unimap.runtime.common_cuda import check_device_memory, strided_launch
 
 __all__ = ["CudaBlockOps", "spectral_layout_cuda", "device_bytes", "GUARD_VECTORS"]
@@ -119,11 +120,18 @@ def _copy_block(source, out):
 
 class CudaBlockOps:
     """:class:`unimap.initialization.lobpcg.BlockOps` on the GPU for the normalised adjacency
-    of a symmetric CSR graph (copied to the device once; see the module docstring)."""
+    of a symmetric CSR graph (copied to the device once; see the module docstring).
 
-    def __init__(self, graph: sp.csr_matrix) -> None:
+    Every buffer an operation needs is allocated here, once: a Gram product's partial sums and
+    result, and the small host matrices and vectors (Ritz coefficients, eigenvalues, column
+    factors), which are copied into device buffers instead of new device arrays. ``width``
+    is the widest block the iteration uses (3m). An allocation per operation, ~20 per
+    iteration, was the suspect for the 24 s an H100 took (``benchmarks/results/gpu.md``).
+    """
+
+    def __init__(self, graph: sp.csr_matrix, width: int) -> None:
         n = graph.shape[0]
-        self.n = n
+        self.n, self.width = n, width
         self.launch = strided_launch(n)
         self.indptr = cuda.to_device(graph.indptr.astype(np.int64))
         self.indices = cuda.to_device(graph.indices.astype(np.int32))
@@ -131,8 +139,22 @@ class CudaBlockOps:
         degrees = cuda.device_array(n, dtype=np.float64)
         self.sqrt_degrees = cuda.device_array((n, 1), dtype=np.float32)
         _row_sums[self.launch](self.indptr, weights, degrees, self.sqrt_degrees)
-        self.data = cuda.device_array(graph.nnz, dtype=np.float32)
+        self.data = cuda.device_array(int(graph.nnz), dtype=np.float32)
         _normalize[self.launch](self.indptr, self.indices, weights, degrees, self.data)
+        self.chunks = (n + GRAM_CHUNK - 1) // GRAM_CHUNK
+        self._partial = cuda.device_array(self.chunks * width * width, dtype=np.float64)
+        self._gram = cuda.device_array(width * width, dtype=np.float64)
+        self._coefficients = cuda.device_array(width * width, dtype=np.float64)
+        self._vector = cuda.device_array(width, dtype=np.float64)
+
+    def _small(self, buffer, host: np.ndarray):
+        """``host`` (float64) copied into the front of a preallocated device buffer, as a
+        contiguous view of its shape. The copy waits for the kernels queued before it (one
+        stream), so a buffer is reused only after the kernel that read it has run."""
+        host = np.ascontiguousarray(host, dtype=np.float64)
+        view = buffer[:host.size].reshape(host.shape)
+        view.copy_to_device(host)
+        return view
 
     def empty(self, n: int, width: int):
         return cuda.device_array((n, width), dtype=np.float32)  # no host zeros to copy
@@ -149,32 +171,33 @@ class CudaBlockOps:
         _spmm[self.launch](self.indptr, self.indices, self.data, V, out)
 
     def gram(self, U, V) -> np.ndarray:
-        chunks = (U.shape[0] + GRAM_CHUNK - 1) // GRAM_CHUNK
-        partial = cuda.device_array((chunks, U.shape[1], V.shape[1]), dtype=np.float64)
-        _gram_chunks[strided_launch(chunks * U.shape[1] * V.shape[1])](U, V, GRAM_CHUNK, partial)
-        out = cuda.device_array((U.shape[1], V.shape[1]), dtype=np.float64)
-        _sum_chunks[strided_launch(U.shape[1] * V.shape[1])](partial, out)
+        a, b = U.shape[1], V.shape[1]
+        partial = self._partial[:self.chunks * a * b].reshape(self.chunks, a, b)
+        _gram_chunks[strided_launch(self.chunks * a * b)](U, V, GRAM_CHUNK, partial)
+        out = self._gram[:a * b].reshape(a, b)
+        _sum_chunks[strided_launch(a * b)](partial, out)
         return out.copy_to_host()
 
     def combine(self, S, C: np.ndarray, out) -> None:
-        _combine[self.launch](S, cuda.to_device(np.ascontiguousarray(C)), out)
+        _combine[self.launch](S, self._small(self._coefficients, C), out)
 
     def residual(self, AX, X, values: np.ndarray, out) -> None:
-        _residual[self.launch](AX, X, cuda.to_device(np.asarray(values, np.float64)), out)
+        _residual[self.launch](AX, X, self._small(self._vector, values), out)
 
     def subtract_outer(self, V, y, c: np.ndarray) -> None:
-        _subtract_outer[self.launch](V, y, cuda.to_device(np.asarray(c, np.float64)))
+        _subtract_outer[self.launch](V, y, self._small(self._vector, c))
 
     def scale_columns(self, V, factors: np.ndarray) -> None:
-        _scale_columns[self.launch](V, cuda.to_device(np.asarray(factors, np.float64)))
+        _scale_columns[self.launch](V, self._small(self._vector, factors))
 
 
 def device_bytes(n: int, nnz: int, n_components: int) -> int:
     """Device memory of :func:`spectral_layout_cuda`: the graph twice (weights, normalised),
-    four (n, 3m) float32 blocks, the degrees and the Gram chunks."""
+    four (n, 3m) float32 blocks, the degrees, the Gram chunks and the small buffers."""
     m = n_components + GUARD_VECTORS
     chunks = (n + GRAM_CHUNK - 1) // GRAM_CHUNK
-    return 8 * (n + 1) + nnz * 12 + 4 * 4 * n * 3 * m + 12 * n + 8 * chunks * 9 * m * m
+    small = 8 * (2 * 9 * m * m + 3 * m)
+    return 8 * (n + 1) + nnz * 12 + 4 * 4 * n * 3 * m + 12 * n + 8 * chunks * 9 * m * m + small
 
 
 def spectral_layout_cuda(graph: sp.csr_matrix, n_components: int, seed: int,
@@ -189,12 +212,16 @@ def spectral_layout_cuda(graph: sp.csr_matrix, n_components: int, seed: int,
     m = min(n_components + GUARD_VECTORS, n - 2)
     check_device_memory(device_bytes(n, graph.nnz, n_components),
                         "the spectral initialization on the GPU")
-    ops = CudaBlockOps(graph)
+    ops = CudaBlockOps(graph, 3 * m)
     trivial = ops.sqrt_degrees
     norm = math.sqrt(ops.gram(trivial, trivial)[0, 0])
     ops.scale_columns(trivial, np.array([1.0 / max(norm, 1e-300)]))
     X0 = np.random.default_rng(seed).standard_normal((n, m)).astype(np.float32)
-    result = lobpcg_largest(ops, X0, trivial, n_components, tol, max_iter)
+    # The Ritz steps' small eigenproblems and products on one BLAS thread, as ARPACK's on the
+    # CPU: their bits then do not depend on the host's cores, and BLAS's threads do not wake
+    # (against numba's, on a 16-core host) for 18 x 18 matrices ~200 times a fit.
+    with one_blas_thread():
+        result = lobpcg_largest(ops, X0, trivial, n_components, tol, max_iter)
     if not result.converged:
         return None
     values = np.concatenate([[1.0], result.values[:n_components]])
