@@ -103,6 +103,39 @@ def _timed_lobpcg(graph: sp.csr_matrix, d: int) -> dict:
                        for name in OPS if timed.calls[name]}}
 
 
+def _micro(n: int, repeats: int) -> dict:
+    """Milliseconds per call of what an iteration does many times: a launch on a contiguous
+    block and on a column slice of a wider one (numba-cuda types the slice 'A'), a small
+    allocation, a small copy to the host (a sync), a small copy to the device."""
+    from numba import cuda
+
+    from unimap.initialization.spectral_cuda import _scale_columns
+    from unimap.runtime.common_cuda import strided_launch
+
+    wide = cuda.device_array((n, 18), dtype=np.float32)
+    block = cuda.device_array((n, 6), dtype=np.float32)
+    factors = cuda.to_device(np.ones(6))
+    small = np.ones(6)
+    launch = strided_launch(n)
+
+    def per_call(action) -> float:
+        action()
+        cuda.synchronize()
+        tic = time.perf_counter()
+        for _ in range(repeats):
+            action()
+        cuda.synchronize()
+        return round(1e3 * (time.perf_counter() - tic) / repeats, 4)
+
+    return {"launch_contiguous_ms": per_call(lambda: _scale_columns[launch](block, factors)),
+            "launch_column_slice_ms": per_call(
+                lambda: _scale_columns[launch](wide[:, 6:12], factors)),
+            "allocate_ms": per_call(lambda: cuda.device_array(64, dtype=np.float64)),
+            "copy_to_host_ms": per_call(lambda: factors.copy_to_host()),
+            "to_device_ms": per_call(lambda: cuda.to_device(small)),
+            "copy_into_buffer_ms": per_call(lambda: factors.copy_to_device(small))}
+
+
 def main(argv: list[str] | None = None) -> int:
     from unimap.initialization.eigenpairs import arpack_largest, normalized_adjacency
     from unimap.initialization.spectral_cuda import spectral_layout_cuda
@@ -130,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     row["lobpcg_gpu_warm_s"] = round(time.perf_counter() - tic, 3)
     print(json.dumps(row), flush=True)
 
+    row["micro"] = _micro(n, 20 if args.n and args.n < 1000 else 1000)
+    print(json.dumps(row), flush=True)
     for blas in ("one BLAS thread", "BLAS's own threads"):  # the fits use the first
         with one_blas_thread() if blas == "one BLAS thread" else nullcontext():
             row[blas] = _timed_lobpcg(graph, d)
