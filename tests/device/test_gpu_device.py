@@ -71,3 +71,17 @@ def test_gpu_knn_graph_recall(mnist):
     assert recall >= 0.99
     again = NeighborIndex(method="auto", device="cuda").build(X).knn_graph(15)
     assert np.array_equal(gpu.indices, again.indices)
+
+
+def test_tsne_exact_on_the_gpu_is_as_good_as_the_cpus_approximation(mnist):
+    # last: the CPU's FFT t-SNE takes ~30 s on 16 cores, the device run's step may end first
+    X, labels = mnist
+    first = unimap.TSNE(random_state=0, device="cuda").fit(X)
+    second = unimap.TSNE(random_state=0, device="cuda").fit(X)
+    assert first.devices_["optimize"] == "cuda" and first.method_ == "exact"
+    assert np.array_equal(first.embedding_, second.embedding_)
+    cpu = unimap.TSNE(random_state=0, device="cpu").fit(X)
+    acc_gpu, trust_gpu = _quality(X, first.embedding_, labels)
+    acc_cpu, trust_cpu = _quality(X, cpu.embedding_, labels)
+    assert acc_gpu >= acc_cpu - 0.005
+    assert trust_gpu >= trust_cpu - 0.005

@@ -72,7 +72,7 @@ class NeighborEmbedding(UnimapEstimator):
     - ``_optimize(fit, init, seed) -> embedding``;
     - ``_place(X) -> embedding`` for ``transform``;
 
-    and may override ``_optimizer_on_gpu(fit)``: whether its optimizer's CUDA module
+    and may override ``_optimizer_on_gpu(fit, n_samples)``: whether its optimizer's CUDA module
     supports the fit (that module's ``supports``; :mod:`unimap.runtime.device`).
     """
 
@@ -247,7 +247,7 @@ class NeighborEmbedding(UnimapEstimator):
         dense_features = self.metric != "precomputed" and not sp.issparse(X)
         if init == "pca" and dense_features and pca_init_on_gpu(*X.shape, self.n_components):
             phases += ("init",)  # decomposition.pca_cuda
-        if self._optimizer_on_gpu(fit):
+        if self._optimizer_on_gpu(fit, X.shape[0]):
             phases += ("optimize",)
         if self.precomputed_knn is not None or sp.issparse(X):
             return phases
@@ -291,9 +291,10 @@ class NeighborEmbedding(UnimapEstimator):
 
         return supervised_graph(self, graph, fit.target, self.n_jobs, fit._streams.neighbors)
 
-    def _optimizer_on_gpu(self, fit: FitPlan) -> bool:
-        """Whether the method's optimizer has CUDA kernels for this fit (asked of the
-        optimizer's ``*_cuda`` module; only called for ``device="cuda"``)."""
+    def _optimizer_on_gpu(self, fit: FitPlan, n_samples: int) -> bool:
+        """Whether the method's optimizer has CUDA kernels for this fit of ``n_samples``
+        points (asked of the optimizer's ``*_cuda`` module; only called for
+        ``device="cuda"``)."""
         return False
 
     def _variant(self) -> str:

@@ -383,7 +383,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
                 n, fit.n_negatives_ * P.nnz / n, fit.shared_negatives_, self.early_exaggeration)
         return P
 
-    def _optimizer_on_gpu(self, fit) -> bool:
+    def _optimizer_on_gpu(self, fit, n_samples) -> bool:
         if self.normalized:
             from unimap.optimizers.gdr_normalized_cuda import supports
 

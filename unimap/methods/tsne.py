@@ -132,7 +132,10 @@ default="pca"
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
         (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
-        present. Inputs and outputs stay NumPy arrays on the host.
+        present. Inputs and outputs stay NumPy arrays on the host. On the GPU the optimizer
+        sums the repulsion exactly over all pairs (2-D, ``dof=1``, up to 200,000 points,
+        ``method`` "auto" or "exact"; ``method_`` is then ``"exact"``); otherwise it runs on
+        the CPU, with a warning.
 
     Attributes
     ----------
@@ -353,6 +356,8 @@ default="pca"
                   fit.learning_rate_),
         ]
         stopping = StoppingRule.of(self.n_iter_without_progress, self.min_grad_norm, n_early)
+        if fit.devices_["optimize"] == "cuda":
+            return self._optimize_on_gpu(fit, init, phases, stopping)
         forces = TSNEForces(fit.graph_, self._repulsion_params(fit.method_), init.shape[0],
                             init.shape[1])
         Y, fit.n_iter_ = gradient_descent(
@@ -362,6 +367,29 @@ default="pca"
             guard=self._epoch_guard(fit, TSNE_CAUSES), stopping=stopping)
         fit.kl_divergence_ = forces.loss(Y)
         return Y.astype(np.float32)
+
+    def _optimize_on_gpu(self, fit, init, phases, stopping):
+        """The exact gradient on the GPU (:mod:`unimap.optimizers.tsne_cuda`): ``method_``
+        becomes ``"exact"``, and ``kl_divergence_`` has the exact Z."""
+        from unimap.optimizers.tsne_cuda import gradient_descent_cuda
+
+        fit.method_ = "exact"
+        Y, fit.n_iter_, fit.kl_divergence_ = gradient_descent_cuda(
+            init, fit.graph_, phases, self.min_gain, self.max_grad_norm, self.max_step_norm,
+            guard=self._epoch_guard(fit, TSNE_CAUSES), stopping=stopping,
+            callback=self.callback, callback_every=self.callback_every,
+            log=self._log if self.verbose else None)
+        return Y.astype(np.float32)
+
+    def _optimizer_on_gpu(self, fit, n_samples) -> bool:
+        from unimap.optimizers.tsne_cuda import supports
+
+        # an approximation asked for by name stays the CPU's; "auto" becomes exact sums
+        return self.method in ("auto", "exact") and supports(n_samples, self.n_components,
+                                                             float(self.dof))
+
+    def _variant(self) -> str:
+        return "" if self.method in ("auto", "exact") else f"(method={self.method!r})"
 
     def transform(
         self,
@@ -410,9 +438,17 @@ default="pca"
 
     def _place(self, X, **options):
         return placement.perplexity_placement(
-            self._index, X, self.embedding_, self._repulsion_params(self.method_),
+            self._index, X, self.embedding_, self._repulsion_params(self._placement_method),
             options["perplexity"], options["n_iter"], options["learning_rate"],
             options["exaggeration"], options["momentum"], options["max_grad_norm"])
+
+    @property
+    def _placement_method(self) -> str:
+        """How ``transform`` sums the repulsion: ``method_``, except that a GPU fit's exact
+        sums (``method="auto"``) give way to what ``"auto"`` picks on the CPU, a tree."""
+        if self.method == "auto" and self.method_ == "exact":
+            return self._resolve_method(self.embedding_.shape[0])
+        return self.method_
 
     def _repulsion_params(self, method: str):
         from unimap.optimizers.forces import RepulsionParams

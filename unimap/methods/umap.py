@@ -410,7 +410,7 @@ default="spectral"
             fit.rad_orig_ = fit.rad_orig_[fit.unique_inverse_]
             fit.rad_emb_ = fit.rad_emb_[fit.unique_inverse_]
 
-    def _optimizer_on_gpu(self, fit) -> bool:
+    def _optimizer_on_gpu(self, fit, n_samples) -> bool:
         from unimap.optimizers.umap_sgd_cuda import supports
 
         return (supports(self.n_components) and not self.densmap

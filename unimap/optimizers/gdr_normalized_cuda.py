@@ -10,8 +10,8 @@ An iteration, as :func:`unimap.optimizers.gradient_descent.gradient_descent` wit
    adds the attraction and the exact near field and takes out the samples that hit the point
    or a neighbour; it writes the row's attraction, repulsion and ``z_i``;
 3. ``Z = Σ z_i`` on the host (numpy's fixed-order sum of the copied float64 rows: the same
-   every run), then ``_gradient_step``: one thread per row calling the CPU's
-   ``gradient_step_row`` (gains, momentum, clipping);
+   every run), then the gradient step (:mod:`unimap.optimizers.descent_cuda`): one thread
+   per row calling the CPU's ``gradient_step_row`` (gains, momentum, clipping);
 4. every ``center_every`` iterations the mean is taken on the host and subtracted.
 
 No float atomics: the same seed gives bitwise the same embedding run after run. The per-row
@@ -27,10 +27,10 @@ import numpy as np
 from numba import cuda, float32
 
 from unimap.lowdim.similarity_numba import ab_kernel
+from unimap.optimizers.descent_cuda import gradient_step_kernel, subtract_kernel
 from unimap.optimizers.gdr_common_numba import shared_sample_count, shared_sample_index
 from unimap.optimizers.gdr_normalized_numba import tsne_shared_row_2d
 from unimap.optimizers.gradient_descent import iterations
-from unimap.optimizers.tsne_gd_numba import gradient_step_row
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
@@ -49,7 +49,7 @@ def supports(n_components: int, shared_negatives: bool) -> bool:
 
 SAMPLE_TILE = 1024  # shared samples staged in shared memory at a time (8 KiB in 2-D)
 
-_shared_row, _step_row = on_target(tsne_shared_row_2d), on_target(gradient_step_row)
+_shared_row = on_target(tsne_shared_row_2d)
 _ab_kernel, _sample_index = on_target(ab_kernel), on_target(shared_sample_index)
 
 
@@ -98,23 +98,6 @@ def _shared_forces_2d(Y, A, R, z_rows, indptr, indices, data, t_indptr, t_indice
                                 use_t, attr_scale, a, b, hits, z, r0, r1, scale)
 
 
-@cuda.jit(cache=True)
-def _gradient_step(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
-                   min_gain, max_grad_norm, max_step_norm):
-    i = cuda.grid(1)
-    if i < Y.shape[0]:
-        _step_row(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
-                  min_gain, max_grad_norm, max_step_norm, i)
-
-
-@cuda.jit(cache=True)
-def _subtract(Y, mean):
-    i = cuda.grid(1)
-    if i < Y.shape[0]:
-        for c in range(Y.shape[1]):
-            Y[i, c] -= mean[c]
-
-
 def device_bytes(n: int, nnz: int, transposed_nnz: int, max_samples: int) -> int:
     """Y, attraction, repulsion, update, gains (float32, 2-D), z rows (float64), hits, the
     CSR arrays and the samples' positions."""
@@ -159,12 +142,12 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
             d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
             positions, m, np.float32(n / max(m, 1)))
         inv_z = np.array([forces.inverse_z(z_rows.copy_to_host().sum())])
-        _gradient_step[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
+        gradient_step_kernel[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
                                         gains, phase.momentum, rate, min_gain, -1.0,
                                         float(max_step_norm))
         device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
                                                        "the repulsion": R, "1/Z": inv_z})
         if iteration % center_every == 0:
             host = d_Y.copy_to_host()
-            _subtract[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
+            subtract_kernel[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
     return d_Y.copy_to_host()
