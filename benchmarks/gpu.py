@@ -55,6 +55,8 @@ def _unimap_fit(method: str, device: str, **params: Any):
         epochs = os.environ.get("UNIMAP_BENCH_EPOCHS")  # the simulator's rehearsal only
         if epochs and method in ("GDR", "UMAP"):
             params["n_epochs"] = int(epochs)
+        elif epochs and method == "TSNE":  # the GPU's exact sums: n² Python steps simulated
+            params.update(max_iter=int(epochs), early_exaggeration_iter=int(epochs) // 2)
         est = getattr(unimap, method)(random_state=0, device=device, **params)
         Y = est.fit_transform(X)
         devices = getattr(est, "devices_", None) or {"fit": est.device_}  # PCA: one phase

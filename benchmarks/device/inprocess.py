@@ -40,10 +40,12 @@ ESTIMATORS = {  # name in the table -> (class name, extra parameters)
 
 
 def rehearsal_params(cls: str) -> dict:
-    """``n_epochs`` cut to ``UNIMAP_BENCH_EPOCHS`` for GDR and UMAP where it is set: the
-    rehearsal in numba-cuda's simulator, which runs a CUDA thread as a Python thread (200
-    epochs of 60 points take 17 s there), checks the plumbing, not the result."""
+    """``n_epochs`` (GDR, UMAP) or ``max_iter`` (TSNE) cut to ``UNIMAP_BENCH_EPOCHS`` where it
+    is set: the rehearsal in numba-cuda's simulator, which runs a CUDA thread as a Python
+    thread (200 epochs of 60 points take 17 s there), checks the plumbing, not the result."""
     epochs = os.environ.get("UNIMAP_BENCH_EPOCHS")
+    if epochs and cls == "TSNE":  # its GPU optimizer's exact sums: n² Python steps simulated
+        return {"max_iter": int(epochs), "early_exaggeration_iter": int(epochs) // 2}
     return {"n_epochs": int(epochs)} if epochs and cls in ("GDR", "UMAP") else {}
 
 
