@@ -397,6 +397,32 @@ except NonFiniteError as exc:
     assert "the forces became NaN or infinite at epoch 1 (first in row 5, 1 rows" in out
 
 
+def test_device_sums_add_in_a_fixed_order_and_recentre_on_the_device():
+    out = run_simulated("""
+import numpy as np
+from numba import cuda
+from unimap.optimizers.descent_cuda import DeviceSums
+rng = np.random.default_rng(0)
+n = 1000  # four chunks, the last one short
+values = rng.standard_normal(n)
+Y = (5 + rng.standard_normal((n, 2))).astype(np.float32)
+sums = DeviceSums(n, 2)
+d_values, d_Y = cuda.to_device(values), cuda.to_device(Y)
+total = sums.total(d_values)
+chunked = sum(float(sum(values[q:q + 256])) for q in range(0, n, 256))
+sums.recentre(d_Y)
+centred = d_Y.copy_to_host()
+print(abs(total - values.sum()), total == chunked, sums.total(d_values) == total)
+print(float(np.abs(centred.mean(axis=0)).max()),
+      float(np.abs(centred - (Y - Y.astype(np.float64).mean(axis=0))).max()))
+""")
+    first, second = out.strip().splitlines()
+    gap, same_order, repeatable = first.split()
+    assert float(gap) < 1e-9 and same_order == "True" and repeatable == "True"
+    mean_left, error = map(float, second.split())
+    assert mean_left < 1e-5 and error < 1e-5
+
+
 def test_tsne_exact_forces_on_cuda_equal_the_cpus():
     out = run_simulated("""
 import numpy as np, scipy.sparse as sp
@@ -597,6 +623,14 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     assert ".entry" in ptx
     from unimap.optimizers import tsne_cuda
 
+    for kernel, kernel_signature in [
+        (descent._chunk_sums, (nt.float64[::1], nt.int64, nt.float64[::1])),
+        (descent._chunk_column_sums, (f2, nt.int64, nt.float64[:, ::1])),
+        (descent._column_means, (nt.float64[:, ::1], nt.int64, nt.float64[::1])),
+        (descent.subtract_kernel, (f2, nt.float64[::1])),
+    ]:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
+        assert ".entry" in ptx and "atom." not in ptx  # fixed-order sums: the same every run
     ptx, _ = cuda.compile_ptx(tsne_cuda._exact_forces_2d.py_func,
                               (f2, f2, f2, nt.float64[::1], nt.int64[::1], i1, f1), cc=(9, 0),
                               fastmath=True)

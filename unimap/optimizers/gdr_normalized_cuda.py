@@ -9,10 +9,10 @@ An iteration, as :func:`unimap.optimizers.gradient_descent.gradient_descent` wit
    shared memory), then calls the CPU kernel's row function ``tsne_shared_row_2d``, which
    adds the attraction and the exact near field and takes out the samples that hit the point
    or a neighbour; it writes the row's attraction, repulsion and ``z_i``;
-3. ``Z = Σ z_i`` on the host (numpy's fixed-order sum of the copied float64 rows: the same
-   every run), then the gradient step (:mod:`unimap.optimizers.descent_cuda`): one thread
-   per row calling the CPU's ``gradient_step_row`` (gains, momentum, clipping);
-4. every ``center_every`` iterations the mean is taken on the host and subtracted.
+3. ``Z = Σ z_i`` (fixed-order sums on the device: the same every run), then the gradient
+   step (:mod:`unimap.optimizers.descent_cuda`): one thread per row calling the CPU's
+   ``gradient_step_row`` (gains, momentum, clipping);
+4. every ``center_every`` iterations the mean is subtracted, on the device.
 
 No float atomics: the same seed gives bitwise the same embedding run after run. The per-row
 samples of ``shared_negatives=False`` need a neighbour mark per point and thread, which does
@@ -27,7 +27,7 @@ import numpy as np
 from numba import cuda, float32
 
 from unimap.lowdim.similarity_numba import ab_kernel
-from unimap.optimizers.descent_cuda import gradient_step_kernel, subtract_kernel
+from unimap.optimizers.descent_cuda import DeviceSums, gradient_step_kernel
 from unimap.optimizers.gdr_common_numba import shared_sample_count, shared_sample_index
 from unimap.optimizers.gdr_normalized_numba import tsne_shared_row_2d
 from unimap.optimizers.gradient_descent import iterations
@@ -98,6 +98,13 @@ def _shared_forces_2d(Y, A, R, z_rows, indptr, indices, data, t_indptr, t_indice
                                 use_t, attr_scale, a, b, hits, z, r0, r1, scale)
 
 
+@cuda.jit(cache=True)
+def _zero(counts):
+    i = cuda.grid(1)
+    if i < counts.shape[0]:
+        counts[i] = 0
+
+
 def device_bytes(n: int, nnz: int, transposed_nnz: int, max_samples: int) -> int:
     """Y, attraction, repulsion, update, gains (float32, 2-D), z rows (float64), hits, the
     CSR arrays and the samples' positions."""
@@ -131,23 +138,22 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
     device_guard = DeviceGuard(guard, n)
     blocks, threads = rows_launch(n)
     seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
-    zeros = np.zeros(n, np.int32)
+    sums = DeviceSums(n, 2)
     for iteration, phase, rate in iterations(phases):
         m = n_shared[forces.negatives_at(iteration)]
         epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
-        hits.copy_to_device(zeros)
+        _zero[blocks, threads](hits)
         sample_blocks = (m + threads - 1) // threads
         _draw_shared[sample_blocks, threads](d_Y, m, epoch_hash, positions, hits)
         _shared_forces_2d[blocks, threads](
             d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
             positions, m, np.float32(n / max(m, 1)))
-        inv_z = np.array([forces.inverse_z(z_rows.copy_to_host().sum())])
+        inv_z = np.array([forces.inverse_z(sums.total(z_rows))])
         gradient_step_kernel[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
                                         gains, phase.momentum, rate, min_gain, -1.0,
                                         float(max_step_norm))
         device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
                                                        "the repulsion": R, "1/Z": inv_z})
         if iteration % center_every == 0:
-            host = d_Y.copy_to_host()
-            subtract_kernel[blocks, threads](d_Y, cuda.to_device(host.mean(axis=0)))
+            sums.recentre(d_Y)
     return d_Y.copy_to_host()

@@ -9,9 +9,9 @@ too much there; a GPU sums them directly, as an N-body code does. An iteration, 
    ``w_ij`` (into ``z_i``) and the repulsion ``w_ij t_ij (y_i − y_j)``, each tile in float32
    and the tiles' sums in float64; then the row's attraction over P's row by the CPU's row
    function;
-2. ``Z = Σ z_i`` on the host (numpy's fixed-order sum of the copied float64 rows), then the
-   gradient step (:mod:`unimap.optimizers.descent_cuda`);
-3. the mean is taken on the host and subtracted every ``center_every`` iterations.
+2. ``Z = Σ z_i`` and the gradient step (:mod:`unimap.optimizers.descent_cuda`: fixed-order
+   sums on the device, a few kilobytes to the host);
+3. the mean is subtracted every ``center_every`` iterations, on the device.
 
 Each thread sums in a fixed order and nothing is atomic, so the same start gives bitwise the
 same embedding run after run. Cost: n² kernel evaluations per iteration (4.9e9 for
@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import cuda, float32
 
-from unimap.optimizers.descent_cuda import gradient_step_kernel, subtract_kernel
+from unimap.optimizers.descent_cuda import DeviceSums, gradient_step_kernel
 from unimap.optimizers.gradient_descent import iterations
 from unimap.optimizers.stopping import CHECK_EVERY
 from unimap.optimizers.tsne_gd_numba import _attraction_row_2d
@@ -111,6 +111,7 @@ class _DeviceState:
         self.gains = cuda.to_device(np.ones((n, 2), dtype=np.float32))
         self.z_rows = cuda.device_array(n, np.float64)
         self.scratch_z = cuda.device_array(n, np.float64)
+        self.sums = DeviceSums(n, 2)
         self.P = P
         self.csr = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in (
             P.indptr.astype(np.int64), P.indices.astype(np.int32),
@@ -119,14 +120,14 @@ class _DeviceState:
     def forces(self) -> float:
         """Fill A, R and the z rows at the current Y; returns Z."""
         _exact_forces_2d[self.launch](self.Y, self.A, self.R, self.z_rows, *self.csr)
-        return float(self.z_rows.copy_to_host().sum())
+        return self.sums.total(self.z_rows)
 
     def loss(self) -> float:
         """KL(P‖Q) of the current Y with the exact Z (A, R untouched: scratch arrays)."""
         from unimap.optimizers.forces import kl_divergence
 
         _exact_forces_2d[self.launch](self.Y, *self.scratch, self.scratch_z, *self.csr)
-        z = float(self.scratch_z.copy_to_host().sum())
+        z = self.sums.total(self.scratch_z)
         return kl_divergence(self.P, self.Y.copy_to_host().astype(np.float64), z, 1.0)
 
     def gradient_norm(self, inv_z: float, exaggeration: float) -> float:
@@ -166,8 +167,7 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
                                                            "the repulsion": state.R,
                                                            "1/Z": inv_z})
         if iteration % center_every == 0:
-            mean = state.Y.copy_to_host().mean(axis=0, dtype=np.float64)
-            subtract_kernel[state.launch](state.Y, cuda.to_device(mean.astype(np.float32)))
+            state.sums.recentre(state.Y)
         done = iteration + 1
         report = log is not None and done % 50 == 0
         call = callback is not None and done % callback_every == 0
