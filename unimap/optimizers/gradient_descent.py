@@ -23,7 +23,8 @@ from unimap.optimizers.schedule import decayed_step
 from unimap.optimizers.stopping import CHECK_EVERY, StoppingRule, gradient_norm
 from unimap.runtime.guards import TSNE_CAUSES, FiniteGuard
 
-__all__ = ["Phase", "MIN_GAIN", "MAX_STEP_NORM", "gradient_descent", "place_points"]
+__all__ = ["Phase", "MIN_GAIN", "MAX_STEP_NORM", "Checkpoints", "gradient_descent",
+           "place_points"]
 
 MIN_GAIN = 0.01  # floor of the per-coordinate gains
 MAX_STEP_NORM = 5.0  # per-point step clip (FIt-SNE, openTSNE): keeps points and FFT grid near
@@ -119,7 +120,8 @@ def gradient_descent(
     grad_clip = -1.0 if max_grad_norm is None else float(max_grad_norm)
     step_clip = -1.0 if max_step_norm is None else float(max_step_norm)
     loss = getattr(forces, "loss", None)
-    done, tic = 0, time.perf_counter()
+    checkpoints = Checkpoints(phases, log, callback, callback_every, stopping)
+    done = 0
     for iteration, phase, rate in iterations(phases):
         if threads is not None:
             threads.start_epoch(iteration)
@@ -134,21 +136,48 @@ def gradient_descent(
         if iteration % center_every == 0:
             Y -= Y.mean(axis=0)
         done = iteration + 1
-        report = log is not None and done % 50 == 0
-        call = callback is not None and done % callback_every == 0
-        if report or call:
-            value = loss(Y) if loss is not None else float("nan")
-            if report:
-                log(f"iteration {done:5d}  KL {value:.4f}{_exaggeration_note(phase, phases)}"
-                    f"  {time.perf_counter() - tic:.2f}s")
-                tic = time.perf_counter()
-            if call and callback(done, value, Y.copy()):
-                return Y, done
-        if stopping is not None and done % CHECK_EVERY == 0 and stopping.should_stop(
-                done, partial(loss, Y),
+        if checkpoints.stop_after(
+                done, phase, partial(loss, Y) if loss is not None else _no_loss, Y.copy,
                 partial(gradient_norm, attraction, repulsion, inv_z, phase.exaggeration)):
-            return Y, done
+            break
     return Y, done
+
+
+def _no_loss() -> float:
+    return float("nan")
+
+
+class Checkpoints:
+    """What a full-batch descent does between iterations, on the CPU (:func:`gradient_descent`)
+    and the GPU (:mod:`unimap.optimizers.tsne_cuda`): a log line every 50 iterations and the
+    callback every ``callback_every`` (both with the loss), and scikit-learn's stopping rules
+    every ``CHECK_EVERY``."""
+
+    def __init__(self, phases: Sequence[Phase], log: Callable[[str], None] | None,
+                 callback: Callable[[int, float, np.ndarray], object] | None,
+                 callback_every: int, stopping: StoppingRule | None) -> None:
+        self.phases, self.log, self.callback = phases, log, callback
+        self.callback_every, self.stopping = callback_every, stopping
+        self._tic = time.perf_counter()
+
+    def stop_after(self, done: int, phase: Phase, loss: Callable[[], float],
+                   embedding: Callable[[], np.ndarray],
+                   grad_norm: Callable[[], float]) -> bool:
+        """Whether to stop after ``done`` iterations of ``phase``; ``loss``, ``embedding`` (a
+        copy for the callback) and ``grad_norm`` are evaluated only when needed."""
+        report = self.log is not None and done % 50 == 0
+        call = self.callback is not None and done % self.callback_every == 0
+        if report or call:
+            value = loss()
+            if report:
+                self.log(f"iteration {done:5d}  KL {value:.4f}"
+                         f"{_exaggeration_note(phase, self.phases)}"
+                         f"  {time.perf_counter() - self._tic:.2f}s")
+                self._tic = time.perf_counter()
+            if call and self.callback(done, value, embedding()):
+                return True
+        return self.stopping is not None and done % CHECK_EVERY == 0 and \
+            self.stopping.should_stop(done, loss, grad_norm)
 
 
 def _exaggeration_note(phase: Phase, phases: Sequence[Phase]) -> str:

@@ -21,7 +21,6 @@ MNIST-70k); above ``EXACT_MAX_SAMPLES`` points, and for a kernel other than Cauc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -31,8 +30,9 @@ import scipy.sparse as sp
 from numba import cuda, float32
 
 from unimap.optimizers.descent_cuda import DeviceSums, gradient_step_kernel
-from unimap.optimizers.gradient_descent import iterations
-from unimap.optimizers.stopping import CHECK_EVERY
+from unimap.optimizers.forces import kl_divergence
+from unimap.optimizers.gradient_descent import Checkpoints, iterations
+from unimap.optimizers.stopping import gradient_norm
 from unimap.optimizers.tsne_gd_numba import _attraction_row_2d
 from unimap.runtime.common_cuda import DeviceGuard, check_device_memory, on_target, rows_launch
 
@@ -124,15 +124,15 @@ class _DeviceState:
 
     def loss(self) -> float:
         """KL(P‖Q) of the current Y with the exact Z (A, R untouched: scratch arrays)."""
-        from unimap.optimizers.forces import kl_divergence
-
         _exact_forces_2d[self.launch](self.Y, *self.scratch, self.scratch_z, *self.csr)
         z = self.sums.total(self.scratch_z)
-        return kl_divergence(self.P, self.Y.copy_to_host().astype(np.float64), z, 1.0)
+        return kl_divergence(self.P, self.host_embedding(), z, 1.0)
+
+    def host_embedding(self) -> np.ndarray:
+        """A float64 copy of Y on the host (the loss's and the callback's)."""
+        return self.Y.copy_to_host().astype(np.float64)
 
     def gradient_norm(self, inv_z: float, exaggeration: float) -> float:
-        from unimap.optimizers.stopping import gradient_norm
-
         return gradient_norm(self.A.copy_to_host(), self.R.copy_to_host(), inv_z, exaggeration)
 
 
@@ -147,8 +147,6 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
     exact forces (Cauchy kernel) on the GPU: the same phases, clipping, guard, stopping rule,
     callback and log lines. Returns the embedding on the host (float32), the iterations run and
     the final KL(P‖Q) with the exact Z."""
-    from unimap.optimizers.gradient_descent import _exaggeration_note
-
     P = sp.csr_matrix(P)
     n = Y.shape[0]
     check_device_memory(device_bytes(n, P.nnz), "TSNE's optimizer on the GPU")
@@ -156,7 +154,8 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
     device_guard = DeviceGuard(guard, n)
     grad_clip = -1.0 if max_grad_norm is None else float(max_grad_norm)
     step_clip = -1.0 if max_step_norm is None else float(max_step_norm)
-    done, tic = 0, time.perf_counter()
+    checkpoints = Checkpoints(phases, log, callback, callback_every, stopping)
+    done = 0
     for iteration, phase, rate in iterations(phases):
         z = state.forces()
         inv_z = np.array([1.0 / z if z > 0 else np.inf])  # the guard reports an infinite 1/Z
@@ -169,17 +168,7 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
         if iteration % center_every == 0:
             state.sums.recentre(state.Y)
         done = iteration + 1
-        report = log is not None and done % 50 == 0
-        call = callback is not None and done % callback_every == 0
-        if report or call:
-            value = state.loss()
-            if report:
-                log(f"iteration {done:5d}  KL {value:.4f}{_exaggeration_note(phase, phases)}"
-                    f"  {time.perf_counter() - tic:.2f}s")
-                tic = time.perf_counter()
-            if call and callback(done, value, state.Y.copy_to_host().astype(np.float64)):
-                return state.Y.copy_to_host(), done, state.loss()
-        if stopping is not None and done % CHECK_EVERY == 0 and stopping.should_stop(
-                done, state.loss, partial(state.gradient_norm, inv_z[0], phase.exaggeration)):
+        if checkpoints.stop_after(done, phase, state.loss, state.host_embedding,
+                                  partial(state.gradient_norm, inv_z[0], phase.exaggeration)):
             break
     return state.Y.copy_to_host(), done, state.loss()
