@@ -131,7 +131,7 @@ class CudaBlockOps:
 
     def __init__(self, graph: sp.csr_matrix, width: int) -> None:
         n = graph.shape[0]
-        self.n, self.width = n, width
+        self.n = n
         self.launch = strided_launch(n)
         self.indptr = cuda.to_device(graph.indptr.astype(np.int64))
         self.indices = cuda.to_device(graph.indices.astype(np.int32))

@@ -87,6 +87,7 @@ class DeviceSums:
         self._mean = cuda.device_array(dim, dtype=np.float64)
         self._launch = strided_launch(chunks)
         self._column_launch = strided_launch(chunks * dim)
+        self._mean_launch = strided_launch(dim)
         self._rows = rows_launch(n)
 
     def total(self, values) -> float:
@@ -97,6 +98,5 @@ class DeviceSums:
     def recentre(self, Y) -> None:
         """Subtract the column means from ``Y``, all on the device (no host sync)."""
         _chunk_column_sums[self._column_launch](Y, REDUCE_CHUNK, self._column_partial)
-        _column_means[strided_launch(self._mean.shape[0])](self._column_partial, self.n,
-                                                            self._mean)
+        _column_means[self._mean_launch](self._column_partial, self.n, self._mean)
         subtract_kernel[self._rows](Y, self._mean)
