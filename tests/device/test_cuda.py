@@ -76,7 +76,9 @@ def test_the_simulator_refuses_a_numpy_integer_shape_as_a_gpu_does():
         print("refused:", exc)
     """)
     assert out.splitlines()[0] == "(3,)"
-    assert "refused: 'numpy.int64' object is not iterable" in out
+    # The device's TypeError; its wording depends on the Python version ("'numpy.int64'
+    # object is not iterable" on 3.12, "object of type 'numpy.int64' has no len()" on 3.11).
+    assert "refused:" in out and "numpy.int64" in out
 
 
 def run_simulated(code: str) -> str:
