@@ -87,9 +87,30 @@ def mnist_rows(methods: list[str], device: str, n: int | None) -> list[dict]:
                "bitwise_repeat": bool(np.array_equal(fits[0][1], fits[1][1])),
                "knn_acc10": round(knn_accuracy(Y, y, 10), 4),
                "trust15": round(trustworthiness_sample(X, Y, 15), 4)}
+        if name in ("GDR", "UMAP"):  # UMAP's placement: its SGD runs on the GPU too
+            row.update(transform_timings(model, X[: min(len(X), 10_000)]))
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
+
+
+def transform_timings(model, X_new: np.ndarray) -> dict:
+    """``transform`` of ``X_new`` warm on the model's device and on the CPU: seconds, and the
+    median distance between the two placements relative to the embedding's extent."""
+    device = model.device
+    model.transform(X_new[:100])  # the rows kernel compiled or loaded
+    tic = time.perf_counter()
+    placed = model.transform(X_new)
+    seconds = time.perf_counter() - tic
+    model.set_params(device="cpu")
+    tic = time.perf_counter()
+    on_cpu = model.transform(X_new)
+    cpu_seconds = time.perf_counter() - tic
+    model.set_params(device=device)
+    extent = float(np.ptp(model.embedding_, axis=0).max())
+    gap = float(np.median(np.linalg.norm(placed - on_cpu, axis=1))) / extent
+    return {"transform_n": len(X_new), "transform_s": round(seconds, 3),
+            "transform_cpu_s": round(cpu_seconds, 3), "transform_gap": round(gap, 6)}
 
 
 def scale_row(method: str, device: str, n: int, source: str) -> dict:

@@ -262,6 +262,37 @@ print(est.knn_method_, est._index._cpu.method_, int(np.array_equal(new, again)),
     assert out.split()[:3] == ["cuda", "exact", "1"]
 
 
+def test_transform_on_cuda_places_as_the_cpu_does_in_one_launch():
+    # transform's SGD on the GPU runs the CPU's row code (place_row), every epoch of a row in
+    # one thread: the same placement up to rounding, bitwise the same run after run.
+    out = run_simulated("""
+import numpy as np, unimap
+from sklearn.datasets import make_blobs
+import unimap.optimizers.umap_sgd_cuda as gpu
+launches = []
+original = gpu.umap_sgd_rows_cuda
+def counted(*args, **kwargs):
+    launches.append(args[0].shape[0])
+    return original(*args, **kwargs)
+gpu.umap_sgd_rows_cuda = counted
+X, y = make_blobs(240, n_features=8, centers=4, cluster_std=2.0, random_state=0)
+for dim in (2, 3):
+    est = unimap.UMAP(n_components=dim, n_epochs=30, random_state=0, device="cuda").fit(X[:200])
+    on_gpu = [est.transform(X[200:]) for _ in range(2)]
+    on_cpu = est.set_params(device="cpu").transform(X[200:])
+    spread = np.ptp(est.embedding_, axis=0).max()
+    gap = np.median(np.linalg.norm(on_gpu[0] - on_cpu, axis=1)) / spread
+    print(dim, int(np.array_equal(*on_gpu)), gap, float(np.abs(on_gpu[0] - on_cpu).max()))
+print("launches", *launches)
+""")
+    lines = out.strip().splitlines()
+    assert lines[-1].split() == ["launches", "40", "40", "40", "40"]  # 2 dims x 2 GPU runs
+    for line in lines[:-1]:
+        _dim, same, gap, _ = line.split()
+        assert same == "1"
+        assert float(gap) <= 1e-4  # 10 epochs of rounding; a wrong row code moves points ~1
+
+
 def test_normalized_gdr_iteration_matches_the_cpu():
     # One iteration of GDR(normalized=True)'s optimizer from the same start, shared samples:
     # the same samples, rows and step; only the far field's sum is written once more (the

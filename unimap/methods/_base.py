@@ -203,6 +203,19 @@ class NeighborEmbedding(UnimapEstimator):
             embedding = self._place(X, **options)
         return check_embedding_finite(embedding, f"{type(self).__name__}.transform")
 
+    def _placement_device(self) -> str:
+        """Where ``transform``'s optimizer runs: the GPU when ``device`` allows it and one is
+        usable in this process, whatever the fit ran on (a model fitted on a GPU machine is
+        used on others). ``device="cuda"`` without a usable GPU places on the CPU rather than
+        refuse: the embedding is only an array. Not chosen by batch size, so that a point lands
+        in the same place alone or in a batch."""
+        from unimap.runtime.device import DeviceUnavailableError, resolve_device
+
+        try:
+            return resolve_device(self.device)
+        except DeviceUnavailableError:
+            return "cpu"
+
     @property
     def _n_features_out(self) -> int:
         return self.embedding_.shape[1]

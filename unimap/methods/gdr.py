@@ -473,4 +473,5 @@ class GDR(UMAPFamily, NeighborEmbedding):
             a=self.a_, b=self.b_, seed=self._streams.transform,
             n_epochs=transform_epochs(self._index.n_samples_, self.n_epochs),
             learning_rate=defaults.TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
-            negative_sample_rate=5.0, disconnection_distance=self._cut_distance())
+            negative_sample_rate=5.0, disconnection_distance=self._cut_distance(),
+            device=self._placement_device())

@@ -428,4 +428,4 @@ default="spectral"
             self._index, X, reference, self.n_neighbors_, self.local_connectivity,
             self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
             self.repulsion_strength, self.negative_sample_rate, self._cut_distance(),
-            output_metric=self.output_metric)
+            output_metric=self.output_metric, device=self._placement_device())

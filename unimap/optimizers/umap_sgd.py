@@ -103,8 +103,9 @@ def umap_sgd(
     guard : :class:`unimap.runtime.guards.FiniteGuard`, optional
         Checks the embedding after every epoch.
     device : {"cpu", "cuda"}, default="cpu"
-        ``"cuda"``: the fit's epochs run on the GPU (:mod:`unimap.optimizers.umap_sgd_cuda`, the
-        same edge code); ``transform`` (``tail`` given) always runs on the CPU.
+        ``"cuda"``: the epochs run on the GPU (:mod:`unimap.optimizers.umap_sgd_cuda`, the same
+        edge and row code), except those of ``transform`` (``tail`` given) with a
+        ``callback`` or a non-euclidean ``output_metric``, which run on the CPU.
     negative_pool : int, optional
         Fitting in 2-D on the CPU: each block of edges draws its negative samples from a
         pool of this many points (0: every sample from all points). Default:
@@ -158,6 +159,11 @@ def umap_sgd(
         emb = umap_sgd_cuda(emb, edges, schedule, n_epochs, a, b, gamma, seed, alphas, guard,
                             relabel, callback)
         return emb if relabel is None else in_input_order(emb, relabel)
+    if device == "cuda" and tail is not None and not metric and callback is None:
+        from unimap.optimizers.umap_sgd_cuda import umap_sgd_rows_cuda
+
+        return umap_sgd_rows_cuda(emb, tail, edges, schedule, a, b, gamma, seed, alphas,
+                                  row_keys, guard)
     snapshot = np.empty_like(emb)
     if negative_pool is None:
         negative_pool = sampling.default_negative_pool(emb.shape[0])

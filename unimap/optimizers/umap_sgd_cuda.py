@@ -1,4 +1,5 @@
-"""UMAP's edge-sampled SGD epochs on a GPU: the CPU kernel's edge code, one edge per thread.
+"""UMAP's edge-sampled SGD on a GPU: the CPU kernel's edge code, one edge per thread (fit), and
+its row code, one new point per thread (``transform``).
 
 The fit's directed edges are sorted into colour classes in which no two edges share a point
 (:mod:`unimap.optimizers.umap_sgd_numba`). One cooperative kernel launch runs an epoch: it copies
@@ -7,6 +8,10 @@ a grid-wide barrier between them, each edge of a class on its own thread calling
 kernel's edge function compiled for CUDA. Every point is written by one thread at a time in
 a fixed order and the negative samples come from a counter-based hash, so the same seed gives
 bitwise the same embedding run after run, with no atomics.
+
+``transform`` moves new points against the fixed training embedding: rows never interact, so
+one launch runs every epoch of every row (:func:`umap_sgd_rows_cuda`), each thread calling the
+CPU's :func:`~unimap.optimizers.umap_sgd_numba.place_row` epoch after epoch.
 """
 
 from __future__ import annotations
@@ -16,28 +21,30 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from unimap.optimizers.umap_sgd_numba import edge_2d, edge_nd
+from unimap.optimizers.umap_sgd_numba import edge_2d, edge_nd, place_row
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
     launch_cooperative,
     on_target,
+    rows_launch,
     to_device,
 )
-from unimap.runtime.rng_numba import mix64
+from unimap.runtime.rng_numba import hash_combine, mix64
 
-__all__ = ["umap_sgd_cuda", "device_bytes", "supports"]
+__all__ = ["umap_sgd_cuda", "umap_sgd_rows_cuda", "device_bytes", "supports"]
 
 
 def supports(n_components: int) -> bool:
-    """Whether these kernels run a fit: any dimension (a 2-D and an n-D edge kernel); the
-    placement of new points (``transform``) stays on the CPU."""
+    """Whether these kernels run a fit, and ``transform``: any dimension (a 2-D and an n-D
+    edge kernel; one rows kernel)."""
     return n_components >= 1
 
 
 # Written out per dimension, not made by a factory, so that numba-cuda caches them on disk
 # (see unimap.optimizers.gdr_cuda).
 _edge_on_2d, _edge_on_nd = on_target(edge_2d), on_target(edge_nd)
+_place_row, _hash_combine = on_target(place_row), on_target(hash_combine)
 
 
 @cuda.jit(device=True, inline="always")
@@ -114,3 +121,52 @@ def umap_sgd_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int,
         if callback is not None:
             callback(epoch, d_emb.copy_to_host())
     return d_emb.copy_to_host()
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _place_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
+                epochs_per_negative, next_negative, row_keys, seed_hash, alphas, a, b, gamma):
+    """Every epoch of new point ``i = cuda.grid(1)`` (its row of ``head``)."""
+    i = cuda.grid(1)
+    if i < head.shape[0]:
+        row_hash = np.uint64(_hash_combine(seed_hash, row_keys[i]))  # the simulator: an int
+        for epoch in range(alphas.shape[0]):
+            _place_row(i, head, tail, indptr, indices, epochs_per_sample, next_sample,
+                       epochs_per_negative, next_negative, row_hash, epoch, a, b, gamma,
+                       alphas[epoch])
+
+
+def rows_device_bytes(m: int, n: int, dim: int, n_edges: int) -> int:
+    """Device memory of :func:`umap_sgd_rows_cuda`: the new and the training positions, the
+    rows' offsets, keys and edges, the edges' schedules."""
+    return 4 * (m + n) * dim + 8 * (m + 1) + 8 * m + n_edges * (4 + 4 * 8) + 8
+
+
+def umap_sgd_rows_cuda(head: np.ndarray, tail: np.ndarray, rows: tuple, schedule: tuple, a, b,
+                       gamma, seed: np.uint64, alphas: list, row_keys: np.ndarray,
+                       guard: Any = None) -> np.ndarray:
+    """``transform``'s epochs of :func:`unimap.optimizers.umap_sgd.umap_sgd` on the GPU, in
+    one launch: ``head`` (m, dim) float32, the new points' start, moved against the fixed
+    ``tail`` (n, dim) along ``rows`` = (indptr, indices); ``schedule`` and the rest as in
+    :func:`umap_sgd_cuda`; ``row_keys`` (m,) uint64. The same row code as the CPU's, so the
+    same placement up to the GPU's rounding, and bitwise the same run after run; a point's
+    result does not depend on its batch. ``guard`` checks the result once, after the last
+    epoch (no epoch ends on the host). Returns the placed points on the host (float32).
+    """
+    m, dim = head.shape
+    if m == 0:
+        return head.copy()
+    indptr, indices = rows
+    check_device_memory(rows_device_bytes(m, tail.shape[0], dim, indices.shape[0]),
+                        "transform on the GPU")
+    d_head, d_tail, d_indptr, d_indices, d_keys = to_device(
+        head, np.ascontiguousarray(tail, dtype=np.float32), indptr, indices,
+        np.ascontiguousarray(row_keys, dtype=np.uint64))
+    d_schedule = to_device(*schedule)
+    d_alphas = cuda.to_device(np.asarray(alphas, dtype=np.float32))
+    seed_hash = np.uint64(mix64(np.uint64(seed)))
+    blocks, threads = rows_launch(m)
+    _place_rows[blocks, threads](d_head, d_tail, d_indptr, d_indices, *d_schedule, d_keys,
+                                 seed_hash, d_alphas, a, b, gamma)
+    DeviceGuard(guard, m).check(len(alphas) - 1, d_head)
+    return d_head.copy_to_host()

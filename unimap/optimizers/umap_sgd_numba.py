@@ -368,21 +368,33 @@ def sgd_epoch_rows(head, tail, rows, schedule, kernel, row_keys, seed, epoch, al
     a, b, gamma = kernel.a, kernel.b, kernel.gamma
     seed_hash = mix64(np.uint64(seed))
     for i in numba.prange(indptr.shape[0] - 1):
-        y = head[i]
-        row_hash = hash_combine(seed_hash, row_keys[i])
-        for e in range(indptr[i], indptr[i + 1]):
-            if next_sample[e] > epoch:
-                continue
-            j = indices[e]
-            other = tail[j]
-            coeff = sgd_attraction_coeff(sq_dist(head, i, tail, j, np.float32(0.0)), a, b)
-            for d in range(y.shape[0]):
-                y[d] += _clip(coeff * (y[d] - other[d])) * alpha
-            next_sample[e] += epochs_per_sample[e]
-            n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
-            key = hash_combine(hash_combine(row_hash, e - indptr[i]), epoch)
-            if y.shape[0] == 2:
-                _negatives_2d(y, -1, tail, n_neg, key, a, b, gamma, alpha)
-            else:
-                _negatives_nd(head, i, -1, tail, n_neg, key, a, b, gamma, alpha)
-            next_negative[e] += n_neg * epochs_per_negative[e]
+        place_row(i, head, tail, indptr, indices, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, hash_combine(seed_hash, row_keys[i]),
+                  epoch, a, b, gamma, alpha)
+
+
+@numba.njit(inline="always", cache=True)
+def place_row(i, head, tail, indptr, indices, epochs_per_sample, next_sample,
+              epochs_per_negative, next_negative, row_hash, epoch, a, b, gamma, alpha):
+    """One epoch of new point ``i`` (row ``i`` of ``head``) against the fixed ``tail``: its
+    due edges ``indptr[i]:indptr[i + 1]`` and their negative samples, drawn from the stream
+    ``row_hash`` (the row's key, so that a point's draws do not depend on its batch). Shared
+    by the CPU's :func:`sgd_epoch_rows` and the GPU's rows kernel
+    (:mod:`unimap.optimizers.umap_sgd_cuda`)."""
+    y = head[i]
+    for e in range(indptr[i], indptr[i + 1]):
+        if next_sample[e] > epoch:
+            continue
+        j = indices[e]
+        other = tail[j]
+        coeff = sgd_attraction_coeff(sq_dist(head, i, tail, j, np.float32(0.0)), a, b)
+        for d in range(y.shape[0]):
+            y[d] += _clip(coeff * (y[d] - other[d])) * alpha
+        next_sample[e] += epochs_per_sample[e]
+        n_neg = int((epoch - next_negative[e]) / epochs_per_negative[e])
+        key = hash_combine(hash_combine(row_hash, e - indptr[i]), epoch)
+        if y.shape[0] == 2:
+            _negatives_2d(y, -1, tail, n_neg, key, a, b, gamma, alpha)
+        else:
+            _negatives_nd(head, i, -1, tail, n_neg, key, a, b, gamma, alpha)
+        next_negative[e] += n_neg * epochs_per_negative[e]
