@@ -22,6 +22,19 @@ def test_sigma_rho_calibration_reaches_log2_k(knn):
     np.testing.assert_allclose(sums, np.log2(15), rtol=1e-4)
 
 
+@pytest.mark.parametrize("local_connectivity", [0.0, 1.0])
+def test_calibration_reaches_log2_k_at_any_distance_scale(knn, local_connectivity):
+    # Raw pixel or count data put neighbours ~1000 apart; with local_connectivity 0 (new
+    # points in transform: no rho) exp(-d) underflowed at the first Newton step, and sigma
+    # went to 2**64: every membership 1 (MNIST's held-out rows, before the fix).
+    _, dist = knn
+    for scale in (1.0, 1e3, 1e6):
+        sigmas, rhos = smooth_knn_dist(dist * np.float32(scale), 15, local_connectivity)
+        d = (dist[:, 1:] * np.float32(scale)).astype(np.float64) - rhos[:, None]
+        sums = np.where(d > 0, np.exp(-d / sigmas[:, None]), 1.0).sum(axis=1)
+        np.testing.assert_allclose(sums, np.log2(15), rtol=1e-4)
+
+
 def test_local_connectivity_interpolates(knn):
     _, dist = knn
     _, rhos = smooth_knn_dist(dist, 15, local_connectivity=1.5)

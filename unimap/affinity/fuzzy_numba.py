@@ -100,9 +100,11 @@ def smooth_row(row, local_connectivity, target, mean_all, rhos, sigmas, i):
     for _ in range(N_NEWTON_STEPS):
         psum = 0.0
         slope = 0.0  # −d psum / dβ
+        beyond = False  # a distance past ρ: the sum then grows without bound as β → 0
         for j in range(1, k):
             d = row[j] - rho
             if d > 0:
+                beyond = True
                 e = math.exp(-(d * beta))
                 psum += e
                 slope += e * d
@@ -112,8 +114,14 @@ def smooth_row(row, local_connectivity, target, mean_all, rhos, sigmas, i):
             sigma = 1.0 / beta
             break
         if slope <= 0.0:
-            # the sum no longer depends on σ (all distances at most ρ, or underflow):
-            # σ → 0 if it is above the target (floored below), else σ → ∞, as bisection
+            if beyond and psum < target:
+                # exp underflowed (distances past ρ of ~750/β or more: raw pixel or count
+                # data, ρ = 0 when placing new points): a smaller β brings them back
+                beta *= 0.5
+                sigma = 1.0 / beta
+                continue
+            # the sum no longer depends on σ (all distances at most ρ): σ → 0 if it is above
+            # the target (floored below), else σ → ∞, as bisection
             sigma = 0.0 if psum > target else 2.0**N_NEWTON_STEPS
             break
         step = (psum - target) / slope
