@@ -113,8 +113,23 @@ def transform_timings(model, X_new: np.ndarray) -> dict:
             "transform_cpu_s": round(cpu_seconds, 3), "transform_gap": round(gap, 6)}
 
 
+def rehearsal_cells() -> None:
+    """The rehearsal's sizes for the GPU kNN's k-means cells (``UNIMAP_BENCH_CELLS`` =
+    "above,rows": cells above this many points, of about that many each), so that its 300
+    points take the path 10M points take on the GPU."""
+    cells = os.environ.get("UNIMAP_BENCH_CELLS")
+    if cells:
+        import unimap.neighbors.brute_force_cuda as brute_force
+        import unimap.neighbors.cells_cuda as cells_cuda
+
+        above, rows = (int(v) for v in cells.split(","))
+        brute_force.BRUTE_FORCE_MAX_SAMPLES, cells_cuda.CELL_ROWS = above, rows
+
+
 def scale_row(method: str, device: str, n: int, source: str) -> dict:
     from scale import _DeviceMemoryPeak, data
+
+    rehearsal_cells()
 
     X = data(n, source)
     print(f"{method} {n} {source}: data ready", flush=True)

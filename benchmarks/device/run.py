@@ -140,6 +140,8 @@ def environment(prefix: Path | None, carried: Path, tiny: bool) -> dict[str, str
         env["NUMBA_ENABLE_CUDASIM"] = "1"
         env["UNIMAP_PEER_DEVICE"] = "cpu"
         env["UNIMAP_BENCH_EPOCHS"] = "5"  # a CUDA thread is a Python thread there
+        # the 10M step's kNN searches k-means cells: at the rehearsal's 300 points too
+        env["UNIMAP_BENCH_CELLS"] = "200,60"
     return env
 
 

@@ -208,6 +208,56 @@ for d, metric in ((20, "euclidean"), (20, "cosine"), (120, "euclidean")):
             assert float(same) >= 0.98
 
 
+def test_the_gpu_cells_search_equals_its_cpu_reference():
+    # Above the brute force's size the GPU searches k-means cells: each point's home cell and
+    # the cell behind its nearest wall when that wall is nearer than its last candidate. The
+    # kernel and the CPU's scan_cells take the same rows in the same order with the same
+    # float32 sums, so the graphs are equal; both miss only points behind farther walls.
+    out = run_simulated(KNN + """
+from numba import cuda
+from unimap.neighbors.brute_force_cuda import MAX_DIM
+from unimap.neighbors.cells_cuda import cell_candidates_cuda, cell_graph_reference
+from unimap.neighbors.kmeans import kmeans
+X, _ = make_blobs(240, n_features=5, centers=4, cluster_std=3.0, random_state=0)
+X = X.astype(np.float32)
+n, k = X.shape[0], 8
+search = np.zeros((n, MAX_DIM), np.float32)
+search[:, :5] = X
+centroids = kmeans(X, 5, 0)
+gpu = [a.copy_to_host() for a in cell_candidates_cuda(cuda.to_device(search), 5, k,
+                                                      centroids=centroids)]
+cpu = cell_graph_reference(search, centroids, k)
+D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+exact = np.argsort(D, axis=1, kind="stable")[:, :k]
+recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(gpu[0], exact)])
+fitted = [cell_candidates_cuda(cuda.to_device(search), 5, k, cell_rows=60)[0].copy_to_host()
+          for _ in range(2)]
+print(int(np.array_equal(gpu[0], cpu[0])), float(np.abs(gpu[1] - cpu[1]).max()), recall,
+      int(np.array_equal(*fitted)), int((fitted[0][:, 0] == np.arange(n)).mean() > 0.99))
+""")
+    same_idx, dist_gap, recall, repeat, self_first = out.split()
+    assert same_idx == "1" and float(dist_gap) == 0.0
+    assert 0.9 <= float(recall) < 1.0 + 1e-9  # five cells in 5-D: most neighbours at home
+    assert repeat == "1" and self_first == "1"
+
+
+def test_the_gpu_knn_graph_searches_cells_above_the_brute_forces_size():
+    out = run_simulated(KNN + """
+import unimap.neighbors.brute_force_cuda as brute_force
+import unimap.neighbors.cells_cuda as cells
+brute_force.BRUTE_FORCE_MAX_SAMPLES, cells.CELL_ROWS = 100, 60  # 4-5 cells of 240 points
+for d in (5, 90):  # searched as they are; in a PCA projection, re-ranked exactly
+    X, _ = make_blobs(240, n_features=d, centers=4, cluster_std=3.0, random_state=0)
+    exact, gpu, index = graphs(X.astype(np.float32), 10)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(gpu.indices, exact.indices)])
+    print(d, index.method_, recall, int((gpu.indices[:, 0] == np.arange(240)).all()))
+""")
+    for line in out.strip().splitlines():
+        _d, method, recall, self_first = line.split()
+        assert method == "cuda" and self_first == "1"
+        assert 0.9 <= float(recall) <= 1.0
+
+
 def test_pca_on_cuda_matches_the_cpus_covariance_solver():
     # The kNN's candidate axes on the GPU (every 3rd row, as the CPU's strided sample) and
     # the projection there, against the CPU's solver: equal up to float rounding (the GPU sums
@@ -635,9 +685,25 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     for kernel in (umap._sgd_epoch_2d, umap._sgd_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "cudaCGSynchronize" in ptx  # the grid sync between classes
+    rows = (f2, f2, nt.int64[::1], nt.int32[::1], f8, f8, f8, f8, nt.uint64[::1], nt.uint64,
+            nt.float32[::1], nt.float32, nt.float32, nt.float32)
+    ptx, _ = cuda.compile_ptx(umap._place_rows.py_func, rows, cc=(9, 0), fastmath=True)
+    assert ".entry" in ptx and "bar.sync" not in ptx  # transform: rows never wait for others
     i4, f4 = nt.int32[:, ::1], nt.float32[:, ::1]
     ptx, _ = cuda.compile_ptx(knn._top_candidates.py_func, (f2, nt.int64, i4, f4), cc=(9, 0))
     assert ".entry" in ptx and ".shared" in ptx  # the staged tile
+    from unimap.neighbors import cells_cuda as cells
+
+    l1, d1, d2 = nt.int64[::1], nt.float64[::1], nt.float64[:, ::1]
+    for kernel, kernel_signature in [
+        (cells._nearest_cells, (f2, d2, d2, nt.int32[::1], i4, d2)),
+        (cells._gather_rows, (f2, l1, f2)),
+        (cells._scan_cells, (f2, l1, nt.int32[::1], l1, nt.int64, nt.boolean, i4, f4)),
+        (cells._last_column, (f4, nt.float32[::1])),
+        (cells._in_input_order, (i4, f4, l1, i4, f4)),
+    ]:
+        ptx, _ = cuda.compile_ptx(kernel.py_func, kernel_signature, cc=(9, 0))
+        assert ".entry" in ptx and "atom." not in ptx  # no atomics: the same graph every run
     ptx, _ = cuda.compile_ptx(knn._rerank.py_func, (f2, i4, nt.int64, i4, f4), cc=(9, 0))
     assert ".entry" in ptx
     i1, f1, f64 = nt.int32[::1], nt.float32[::1], nt.float64

@@ -15,7 +15,9 @@ distances and keeps the k nearest. Each thread scans in a fixed order and keeps 
 index on ties, so the graph is the same run after run.
 
 Cost: n² · ``CANDIDATE_DIM`` multiply-adds, 2.5e11 for MNIST-70k, 5e13 for 1M points; above
-``MAX_SAMPLES`` the fit's neighbours stay on the CPU (an approximate GPU index is future work).
+``BRUTE_FORCE_MAX_SAMPLES`` the candidates come from k-means cells instead
+(:mod:`unimap.neighbors.cells_cuda`, approximate, the CPU's sharded index mirrored), re-ranked
+the same way. Up to ``MAX_SAMPLES`` points; device memory is checked before allocating.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 from unimap.runtime.distance_numba import sq_dist
 
-__all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_SAMPLES"]
+__all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_SAMPLES",
+           "BRUTE_FORCE_MAX_SAMPLES"]
 
 CANDIDATE_DIM = HNSW_PCA_DIM  # the projection's dimension for wider data (the CPU's)
 MAX_DIM = 64  # data up to this width are searched unreduced (exact); the tile's width
 MAX_CANDIDATES = 160  # the local arrays' length: k up to 160 (t-SNE: 3 x perplexity + 1)
-MAX_SAMPLES = 2_000_000
+BRUTE_FORCE_MAX_SAMPLES = 2_000_000  # above: k-means cells (5e13 multiply-adds at 2M)
+MAX_SAMPLES = 100_000_000  # int32 rows; 10M x 50 features take about 6 GB on the device
 TILE = 128  # points staged in shared memory at a time (TILE x MAX_DIM float32: 32 KiB)
 
 
@@ -147,9 +151,15 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         d_search = cuda.to_device(search)
     n_cand = n_candidates(n, k, reduced)
     blocks, threads = rows_launch(n)
-    cand_idx = cuda.device_array((n, n_cand), np.int32)
-    cand_dist = cuda.device_array((n, n_cand), np.float32)
-    _top_candidates[blocks, threads](d_search, n_cand, cand_idx, cand_dist)
+    if n > BRUTE_FORCE_MAX_SAMPLES:
+        from unimap.neighbors.cells_cuda import cell_candidates_cuda
+
+        cand_idx, cand_dist = cell_candidates_cuda(d_search, CANDIDATE_DIM if reduced else d,
+                                                   n_cand)
+    else:
+        cand_idx = cuda.device_array((n, n_cand), np.int32)
+        cand_dist = cuda.device_array((n, n_cand), np.float32)
+        _top_candidates[blocks, threads](d_search, n_cand, cand_idx, cand_dist)
     if not reduced:
         idx, sq = cand_idx.copy_to_host(), cand_dist.copy_to_host()
     else:

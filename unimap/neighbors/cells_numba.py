@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from unimap.neighbors.topk_numba import insert_sorted
+
 _BLOCK = 1024  # rows per parallel iteration, which share one scratch row
 
 
@@ -96,3 +98,54 @@ def sq_distances(points, centroids_t, out):
     for i in range(points.shape[0]):
         _row_sq_distances(points, i, centroids_t, row)
         out[i] = row
+
+
+@numba.njit(parallel=True, cache=True)
+def scan_cells(S, queries, targets, cell_ptr, merge, out_idx, out_dist):
+    """The CPU's run of :mod:`unimap.neighbors.cells_cuda`'s cell search, with its results:
+    query row ``queries[t]`` of ``S`` (points sorted by cell) against every row of cell
+    ``targets[t]`` (``cell_ptr[c]:cell_ptr[c + 1]``), its nearest (as many as ``out_*`` has
+    columns) into row ``queries[t]`` of ``out_*``, merged with what is there when ``merge``.
+    Squared distances summed in float32 over the features in order and a bounded insertion
+    that keeps the earlier row on ties, as the kernel's."""
+    n_cand = out_idx.shape[1]
+    for t in numba.prange(queries.shape[0]):
+        q = queries[t]
+        best_d = out_dist[q]
+        best_i = out_idx[q]
+        if not merge:
+            best_d[:] = np.inf
+            best_i[:] = -1
+        worst = best_d[n_cand - 1]
+        for r in range(cell_ptr[targets[t]], cell_ptr[targets[t] + 1]):
+            d = np.float32(0.0)
+            for c in range(S.shape[1]):
+                diff = S[q, c] - S[r, c]
+                d += diff * diff
+            if d < worst:
+                worst = insert_sorted(best_d, best_i, d, r)
+
+
+@numba.njit(parallel=True, cache=True)
+def nearest_walls(points, centroids_t, gaps, home, wall_cell, wall_dist):
+    """:func:`nearest_cells` with the ``P = wall_cell.shape[1]`` nearest walls of each row,
+    ascending (ties: the lower cell; -1 / inf past the other cells): the GPU's cells search
+    (:mod:`unimap.neighbors.cells_cuda`) probes up to P cells besides a point's home."""
+    n_cells = centroids_t.shape[1]
+    n = points.shape[0]
+    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    for block in numba.prange(n_blocks):
+        d2 = np.empty(n_cells)
+        for i in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
+            _row_sq_distances(points, i, centroids_t, d2)
+            best, best_d2 = 0, np.inf
+            for c in range(n_cells):
+                if d2[c] < best_d2:
+                    best, best_d2 = c, d2[c]
+            home[i] = best
+            wall_dist[i] = np.inf
+            wall_cell[i] = -1
+            for c in range(n_cells):
+                d = wall_distance(d2[c], best_d2, gaps[best, c])
+                if d < wall_dist[i, wall_dist.shape[1] - 1]:
+                    insert_sorted(wall_dist[i], wall_cell[i], d, c)

@@ -3,6 +3,8 @@ graphs, in memory (:mod:`unimap.neighbors.sharded`) and on Dask (:mod:`unimap.da
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["kmeans", "nearest_centroids"]
@@ -12,11 +14,13 @@ _ROWS_PER_STEP = 16_384  # rows per step of the centroid distances (bounds the t
 
 
 def kmeans(points: np.ndarray, n_clusters: int, seed: int,
-           iterations: int = KMEANS_ITERATIONS) -> np.ndarray:
+           iterations: int = KMEANS_ITERATIONS, assign: Any = None) -> np.ndarray:
     """Lloyd's k-means of ``points`` (float32), k-means++ seeding from ``seed``.
 
     Deterministic (no threads, distances row by row); an emptied cluster keeps its centroid.
-    Returns the (n_clusters, n_features) float32 centroids.
+    ``assign(centroids)``, if given, computes each point's nearest centroid in the iterations
+    (the GPU's cells: :mod:`unimap.neighbors.cells_cuda`). Returns the (n_clusters, n_features)
+    float32 centroids.
     """
     rng = np.random.default_rng(seed)
     n = points.shape[0]
@@ -32,7 +36,8 @@ def kmeans(points: np.ndarray, n_clusters: int, seed: int,
         np.minimum(nearest, _sq_distances(points, centroids[c:c + 1])[:, 0], out=nearest)
     labels = None
     for _ in range(iterations):
-        new_labels = nearest_centroids(points, centroids)
+        new_labels = (nearest_centroids(points, centroids) if assign is None
+                      else assign(centroids))
         if labels is not None and np.array_equal(labels, new_labels):
             break
         labels = new_labels
