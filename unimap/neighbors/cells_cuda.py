@@ -173,10 +173,11 @@ def _in_input_order(idx_sorted, dist_sorted, order, out_idx, out_dist):
             out_dist[r, s] = dist_sorted[p, s]
 
 
-def device_bytes(n: int, n_cand: int) -> int:
+def device_bytes(n: int, n_cand: int, n_probe: int) -> int:
     """Device memory of :func:`cell_candidates_cuda` besides its input: the sorted copy, the
-    cells, the candidates twice (sorted positions, then input rows)."""
-    return 4 * n * MAX_DIM + n * (4 * 4 + 8 + 8) + 2 * 8 * n * n_cand
+    cells and walls, the order and queries, the candidates twice (sorted positions, then input
+    rows)."""
+    return 4 * n * MAX_DIM + n * (4 * 3 + 8 * 2 + 12 * n_probe) + 2 * 8 * n * n_cand
 
 
 def cell_candidates_cuda(d_search, n_features: int, n_cand: int,
@@ -189,12 +190,12 @@ def cell_candidates_cuda(d_search, n_features: int, n_cand: int,
     fitted with about ``cell_rows`` points per cell (default ``CELL_ROWS``); up to ``n_probe``
     other cells searched (default ``N_PROBE``)."""
     n = d_search.shape[0]
-    check_device_memory(device_bytes(n, n_cand), "the kNN graph's cells on the GPU")
+    n_probe = N_PROBE if n_probe is None else n_probe
+    check_device_memory(device_bytes(n, n_cand, n_probe), "the kNN graph's cells on the GPU")
     if centroids is None:
         centroids = _kmeans_cuda(d_search, n_features, n_cells_for(n, cell_rows))
     cents = centroids.astype(np.float64)
-    home, wall_cell, wall_dist = _cells(d_search, cents, _gaps(cents),
-                                        N_PROBE if n_probe is None else n_probe)
+    home, wall_cell, wall_dist = _cells(d_search, cents, _gaps(cents), n_probe)
     order, cell_ptr = _cell_order(home, len(cents))
     wall_cell, wall_dist = wall_cell[order], wall_dist[order]
     d_order = cuda.to_device(order)
