@@ -25,7 +25,13 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from unimap.neighbors.candidates import HNSW_PCA_DIM, candidate_sample_step
+from unimap.neighbors.candidates import (
+    GPU_MAX_CANDIDATES,
+    GPU_SEARCH_DIM,
+    GPU_TILE,
+    HNSW_PCA_DIM,
+    candidate_sample_step,
+)
 from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 from unimap.runtime.distance_numba import sq_dist
@@ -34,11 +40,11 @@ __all__ = ["knn_graph_cuda", "usable", "CANDIDATE_DIM", "MAX_CANDIDATES", "MAX_S
            "BRUTE_FORCE_MAX_SAMPLES"]
 
 CANDIDATE_DIM = HNSW_PCA_DIM  # the projection's dimension for wider data (the CPU's)
-MAX_DIM = 64  # data up to this width are searched unreduced (exact); the tile's width
-MAX_CANDIDATES = 160  # the local arrays' length: k up to 160 (t-SNE: 3 x perplexity + 1)
+MAX_DIM = GPU_SEARCH_DIM  # data up to this width are searched unreduced (exact)
+MAX_CANDIDATES = GPU_MAX_CANDIDATES  # the local arrays' length: k up to 160
 BRUTE_FORCE_MAX_SAMPLES = 2_000_000  # above: k-means cells (5e13 multiply-adds at 2M)
 MAX_SAMPLES = 100_000_000  # int32 rows; 10M x 50 features take about 6 GB on the device
-TILE = 128  # points staged in shared memory at a time (TILE x MAX_DIM float32: 32 KiB)
+TILE = GPU_TILE  # points staged in shared memory at a time
 
 
 _insert = on_target(insert_sorted)  # the CPU's bounded insertion sort

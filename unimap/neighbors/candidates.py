@@ -15,10 +15,16 @@ import numpy as np
 
 from unimap.decomposition.pca import fit_pca
 
-__all__ = ["HNSW_PCA_DIM", "HNSW_PCA_SAMPLES", "fit_candidate_pca", "candidate_sample_step"]
+__all__ = ["HNSW_PCA_DIM", "HNSW_PCA_SAMPLES", "GPU_SEARCH_DIM", "GPU_MAX_CANDIDATES",
+           "GPU_TILE", "fit_candidate_pca", "candidate_sample_step"]
 
 HNSW_PCA_DIM = 50  # the projection's dimension
 HNSW_PCA_SAMPLES = 10_000  # rows the projection is fitted on (at least; strided)
+
+# The GPU's searches (brute force and k-means cells), which share their search array's layout:
+GPU_SEARCH_DIM = 64  # data up to this width are searched unreduced (exact); the tile's width
+GPU_MAX_CANDIDATES = 160  # the local arrays' length: k up to 160 (t-SNE: 3 x perplexity + 1)
+GPU_TILE = 128  # points staged in shared memory at a time (TILE x SEARCH_DIM float32: 32 KiB)
 
 
 def fit_candidate_pca(data: np.ndarray) -> Any:

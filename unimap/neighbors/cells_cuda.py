@@ -27,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from unimap.neighbors.brute_force_cuda import MAX_CANDIDATES, MAX_DIM, TILE
+from unimap.neighbors.candidates import GPU_MAX_CANDIDATES as MAX_CANDIDATES
+from unimap.neighbors.candidates import GPU_SEARCH_DIM as MAX_DIM
+from unimap.neighbors.candidates import GPU_TILE as TILE
 from unimap.neighbors.cells_numba import wall_distance
 from unimap.neighbors.sharded import SHARD_ROWS, within_reach
 from unimap.neighbors.topk_numba import insert_sorted
