@@ -15,7 +15,8 @@ which is how the test suite checks them on machines without one; ``"auto"`` neve
 simulator.
 
 Inputs and outputs stay NumPy arrays on the host: the GPU phases copy their inputs to the
-device and their results back, so a model fitted on the GPU transforms on the CPU.
+device and their results back, so a model fitted on the GPU transforms anywhere (its placement
+runs on whatever ``device`` resolves to when ``transform`` is called).
 """
 
 from __future__ import annotations
