@@ -32,6 +32,7 @@ from unimap.neighbors.candidates import (
     HNSW_PCA_DIM,
     candidate_sample_step,
 )
+from unimap.neighbors.cells_cuda import cell_candidates_cuda, offer_tile, stage_tile
 from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 from unimap.runtime.distance_numba import sq_dist
@@ -83,19 +84,10 @@ def _top_candidates(R, n_cand, out_idx, out_dist):
     worst = np.float32(np.inf)
     for base in range(0, n, TILE):
         rows = min(TILE, n - base)
-        for t in range(cuda.threadIdx.x, rows * MAX_DIM, cuda.blockDim.x):
-            tile[t // MAX_DIM, t % MAX_DIM] = R[base + t // MAX_DIM, t % MAX_DIM]
+        stage_tile(tile, R, base, rows)
         cuda.syncthreads()
         if active:
-            for r in range(rows):
-                # written out, not sq_dist: the query is a local array and the rows are in
-                # shared memory, not two rows of 2-D arrays
-                d = np.float32(0.0)
-                for c in range(MAX_DIM):
-                    diff = query[c] - tile[r, c]
-                    d += diff * diff
-                if d < worst:  # the earlier index stays first on ties
-                    worst = _insert(best_d[:n_cand], best_i[:n_cand], d, base + r)
+            worst = offer_tile(query, tile, rows, base, best_d[:n_cand], best_i[:n_cand], worst)
         cuda.syncthreads()
     if active:
         for s in range(n_cand):
@@ -158,8 +150,6 @@ def knn_graph_cuda(data: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     n_cand = n_candidates(n, k, reduced)
     blocks, threads = rows_launch(n)
     if n > BRUTE_FORCE_MAX_SAMPLES:
-        from unimap.neighbors.cells_cuda import cell_candidates_cuda
-
         cand_idx, cand_dist = cell_candidates_cuda(d_search, CANDIDATE_DIM if reduced else d,
                                                    n_cand)
     else:

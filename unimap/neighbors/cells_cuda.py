@@ -31,7 +31,7 @@ from unimap.neighbors.candidates import GPU_MAX_CANDIDATES as MAX_CANDIDATES
 from unimap.neighbors.candidates import GPU_SEARCH_DIM as MAX_DIM
 from unimap.neighbors.candidates import GPU_TILE as TILE
 from unimap.neighbors.cells_numba import wall_distance
-from unimap.neighbors.sharded import SHARD_ROWS, within_reach
+from unimap.neighbors.sharded import SHARD_ROWS, centroid_gaps, within_reach
 from unimap.neighbors.topk_numba import insert_sorted
 from unimap.runtime.common_cuda import check_device_memory, on_target, rows_launch
 
@@ -61,12 +61,37 @@ def n_cells_for(n: int, cell_rows: int | None = None) -> int:
 def _centroid_sq(R, i, centroids_t, c):
     """Squared distance of row i of ``R`` to centroid c (a column of the float64 (d, c)
     ``centroids_t``), summed in float64 over the features in order: the CPU's
-    :func:`unimap.neighbors.cells_numba.nearest_cells` bits."""
+    :func:`unimap.neighbors.cells_numba.nearest_walls` bits."""
     acc = 0.0
     for j in range(centroids_t.shape[0]):
         diff = np.float64(R[i, j]) - centroids_t[j, c]
         acc += diff * diff
     return acc
+
+
+@cuda.jit(device=True, inline=True)
+def stage_tile(tile, S, base, rows):
+    """The block's threads copy rows ``base .. base + rows - 1`` of ``S`` into the shared
+    ``tile`` (``MAX_DIM`` columns), one element each in turn."""
+    for e in range(cuda.threadIdx.x, rows * MAX_DIM, cuda.blockDim.x):
+        tile[e // MAX_DIM, e % MAX_DIM] = S[base + e // MAX_DIM, e % MAX_DIM]
+
+
+@cuda.jit(device=True, inline=True)
+def offer_tile(query, tile, rows, base, best_d, best_i, worst):
+    """The first ``rows`` rows of ``tile`` (rows ``base + r`` of the search array) offered to
+    the sorted nearest lists of ``query`` (a local array of ``MAX_DIM`` floats): squared
+    distances summed in order in float32, inserted when strictly nearer than ``worst`` (the
+    earlier row stays first on ties). Returns the new ``worst``. Shared by the brute force
+    (:mod:`unimap.neighbors.brute_force_cuda`) and the cells' scan."""
+    for r in range(rows):
+        d = np.float32(0.0)
+        for c in range(MAX_DIM):
+            diff = query[c] - tile[r, c]
+            d += diff * diff
+        if d < worst:
+            worst = _insert(best_d, best_i, d, base + r)
+    return worst
 
 
 @cuda.jit(cache=True)
@@ -135,17 +160,11 @@ def _scan_cells(S, queries, targets, cell_ptr, n_cand, merge, out_idx, out_dist)
         mine = active and targets[t] == cell
         for base in range(lo, hi, TILE):
             rows = min(TILE, hi - base)
-            for e in range(cuda.threadIdx.x, rows * MAX_DIM, cuda.blockDim.x):
-                tile[e // MAX_DIM, e % MAX_DIM] = S[base + e // MAX_DIM, e % MAX_DIM]
+            stage_tile(tile, S, base, rows)
             cuda.syncthreads()
             if mine:
-                for r in range(rows):
-                    d = np.float32(0.0)
-                    for c in range(MAX_DIM):
-                        diff = query[c] - tile[r, c]
-                        d += diff * diff
-                    if d < worst:  # the earlier row stays first on ties
-                        worst = _insert(best_d[:n_cand], best_i[:n_cand], d, base + r)
+                worst = offer_tile(query, tile, rows, base, best_d[:n_cand], best_i[:n_cand],
+                                   worst)
             cuda.syncthreads()
         while run <= last and targets[run] == cell:
             run += 1
@@ -197,7 +216,7 @@ def cell_candidates_cuda(d_search, n_features: int, n_cand: int,
     if centroids is None:
         centroids = _kmeans_cuda(d_search, n_features, n_cells_for(n, cell_rows))
     cents = centroids.astype(np.float64)
-    home, wall_cell, wall_dist = _cells(d_search, cents, _gaps(cents), n_probe)
+    home, wall_cell, wall_dist = _cells(d_search, cents, centroid_gaps(cents), n_probe)
     order, cell_ptr = _cell_order(home, len(cents))
     wall_cell, wall_dist = wall_cell[order], wall_dist[order]
     d_order = cuda.to_device(order)
@@ -275,7 +294,7 @@ def cell_graph_reference(search: np.ndarray, centroids: np.ndarray, n_cand: int,
     cents = centroids.astype(np.float64)
     home = np.empty(n, np.int32)
     walls = _wall_arrays(n, N_PROBE if n_probe is None else n_probe)
-    nearest_walls(search, np.ascontiguousarray(cents.T), _gaps(cents), home, *walls)
+    nearest_walls(search, np.ascontiguousarray(cents.T), centroid_gaps(cents), home, *walls)
     order, cell_ptr = _cell_order(home, len(cents))
     S = np.ascontiguousarray(search[order])
     idx = np.empty((n, n_cand), np.int32)
@@ -295,11 +314,6 @@ def cell_graph_reference(search: np.ndarray, centroids: np.ndarray, n_cand: int,
 
 def _wall_arrays(n: int, n_probe: int) -> tuple[np.ndarray, np.ndarray]:
     return np.empty((n, n_probe), np.int32), np.empty((n, n_probe), np.float64)
-
-
-def _gaps(cents: np.ndarray) -> np.ndarray:
-    """The centroids' distances (float64), as the CPU's sharded index computes them."""
-    return np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
 
 
 def _cell_order(home: np.ndarray, n_cells: int) -> tuple[np.ndarray, np.ndarray]:

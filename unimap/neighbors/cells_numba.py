@@ -34,37 +34,6 @@ def _row_sq_distances(points, i, centroids_t, out):
             out[c] += diff * diff
 
 
-@numba.njit(parallel=True, cache=True)
-def nearest_cells(points, centroids_t, gaps, home, wall_cell, wall_dist):
-    """Per row of ``points`` (float32, (n, d)): ``home`` ← the nearest centroid (ties: the
-    lower index); ``wall_cell``/``wall_dist`` ← the other cell whose bisecting hyperplane with
-    the home cell is nearest, and that hyperplane's distance (-1 / inf with one cell).
-
-    ``centroids_t`` float64 (d, c), the centroids as columns; ``gaps`` float64 (c, c), their
-    distances. Each row is computed on its own, in a fixed order: the same bits for any
-    thread count or block. The walls' distances: :func:`wall_distance`.
-    """
-    n_cells = centroids_t.shape[1]
-    n = points.shape[0]
-    n_blocks = (n + _BLOCK - 1) // _BLOCK
-    for block in numba.prange(n_blocks):
-        d2 = np.empty(n_cells)  # a row's squared distances, computed once for both loops
-        for i in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
-            _row_sq_distances(points, i, centroids_t, d2)
-            best, best_d2 = 0, np.inf
-            for c in range(n_cells):
-                if d2[c] < best_d2:
-                    best, best_d2 = c, d2[c]
-            near, near_d = -1, np.inf
-            for c in range(n_cells):
-                d = wall_distance(d2[c], best_d2, gaps[best, c])
-                if d < near_d:
-                    near, near_d = c, d
-            home[i] = best
-            wall_cell[i] = near
-            wall_dist[i] = near_d
-
-
 @numba.njit(inline="always", cache=True)
 def wall_distance(d2_other, d2_home, gap):
     """The distance from a point to the bisecting hyperplane of its home cell and another,
@@ -128,14 +97,21 @@ def scan_cells(S, queries, targets, cell_ptr, merge, out_idx, out_dist):
 
 @numba.njit(parallel=True, cache=True)
 def nearest_walls(points, centroids_t, gaps, home, wall_cell, wall_dist):
-    """:func:`nearest_cells` with the ``P = wall_cell.shape[1]`` nearest walls of each row,
-    ascending (ties: the lower cell; -1 / inf past the other cells): the GPU's cells search
-    (:mod:`unimap.neighbors.cells_cuda`) probes up to P cells besides a point's home."""
+    """Per row of ``points`` (float32, (n, d)): ``home`` ← the nearest centroid (ties: the
+    lower index); ``wall_cell``/``wall_dist`` (n, P) ← the P other cells whose bisecting
+    hyperplanes with the home cell are nearest, ascending, and those hyperplanes' distances
+    (ties: the lower cell; -1 / inf past the other cells). The CPU's sharded index takes
+    P = 1, the GPU's cells search (:mod:`unimap.neighbors.cells_cuda`) up to ``N_PROBE``.
+
+    ``centroids_t`` float64 (d, c), the centroids as columns; ``gaps`` float64 (c, c), their
+    distances. Each row is computed on its own, in a fixed order: the same bits for any
+    thread count or block. The walls' distances: :func:`wall_distance`.
+    """
     n_cells = centroids_t.shape[1]
     n = points.shape[0]
     n_blocks = (n + _BLOCK - 1) // _BLOCK
     for block in numba.prange(n_blocks):
-        d2 = np.empty(n_cells)
+        d2 = np.empty(n_cells)  # a row's squared distances, computed once for both loops
         for i in range(block * _BLOCK, min(n, (block + 1) * _BLOCK)):
             _row_sq_distances(points, i, centroids_t, d2)
             best, best_d2 = 0, np.inf

@@ -61,6 +61,13 @@ def within_reach(wall_dist: np.ndarray, kth_dist: np.ndarray) -> np.ndarray:
     return wall_dist <= kth_dist * _SLACK
 
 
+def centroid_gaps(cents: np.ndarray) -> np.ndarray:
+    """The distances between the float64 centroids ``cents`` (c, d), the walls' ``gaps``.
+    numpy's sum, not the row-by-row sums of the Dask graph's gaps (kmeans._sq_distances): it
+    adds 8 or more features in another order, so the walls would move by an ulp."""
+    return np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
+
+
 def cell_layout() -> HNSWLayout:
     """The :class:`unimap.neighbors.hnsw.HNSWLayout` of a cell's index (built on one thread)."""
     return HNSWLayout(CELL_PARTS, CELL_SELF_CANDIDATES, CELL_NEW_CANDIDATES)
@@ -112,20 +119,17 @@ class ShardedHNSWIndex:
         return cell_layout().n_parts
 
     def _cells(self, reduced: np.ndarray) -> tuple[np.ndarray, tuple]:
-        from unimap.neighbors.cells_numba import nearest_cells
+        from unimap.neighbors.cells_numba import nearest_walls
 
         cents = self.centroids.astype(np.float64)
-        # numpy's sum, not the row-by-row sums of the Dask graph's gaps (kmeans._sq_distances):
-        # it adds 8 or more features in another order, so the walls would move by an ulp
-        gaps = np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
         n = reduced.shape[0]
-        home, wall_cell = np.empty(n, np.int32), np.empty(n, np.int32)
-        wall_dist = np.empty(n, np.float64)
+        home, wall_cell = np.empty(n, np.int32), np.empty((n, 1), np.int32)
+        wall_dist = np.empty((n, 1), np.float64)
         with numba_threads(self.n_threads):
-            nearest_cells(np.ascontiguousarray(reduced, dtype=np.float32),
-                          np.ascontiguousarray(cents.T), gaps, home,
+            nearest_walls(np.ascontiguousarray(reduced, dtype=np.float32),
+                          np.ascontiguousarray(cents.T), centroid_gaps(cents), home,
                           wall_cell, wall_dist)
-        return home, (wall_cell, wall_dist)
+        return home, (wall_cell[:, 0], wall_dist[:, 0])
 
     def _build_cell(self, c: int):
         ids = self.members[c]
