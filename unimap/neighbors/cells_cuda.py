@@ -226,18 +226,18 @@ def cell_candidates_cuda(d_search, n_features: int, n_cand: int,
     d_cell_ptr = cuda.to_device(cell_ptr)
     idx = cuda.device_array((n, n_cand), np.int32)
     sq = cuda.device_array((n, n_cand), np.float32)
-    _scan_cells[blocks, threads](S, cuda.to_device(np.arange(n, dtype=np.int64)),
-                                 cuda.to_device(home[order]), d_cell_ptr, n_cand, False, idx,
-                                 sq)
     last_sq = cuda.device_array(n, np.float32)
-    for rank in range(wall_cell.shape[1]):  # the nearest walls first
+
+    def scan(queries, targets, merge):
+        _scan_cells[rows_launch(queries.size)[0], threads](
+            S, cuda.to_device(queries), cuda.to_device(targets), d_cell_ptr, n_cand, merge,
+            idx, sq)
+
+    def last():
         _last_column[blocks, threads](sq, last_sq)
-        probe = _probes(wall_cell[:, rank], wall_dist[:, rank], last_sq.copy_to_host())
-        if probe.size:
-            _scan_cells[rows_launch(probe.size)[0], threads](
-                S, cuda.to_device(probe), cuda.to_device(wall_cell[probe, rank]), d_cell_ptr,
-                n_cand, True, idx, sq)
-    del S
+        return last_sq.copy_to_host()
+
+    _home_then_probes(scan, last, home[order], wall_cell, wall_dist)
     out_idx = cuda.device_array((n, n_cand), np.int32)
     out_sq = cuda.device_array((n, n_cand), np.float32)
     _in_input_order[blocks, threads](idx, sq, d_order, out_idx, out_sq)
@@ -299,17 +299,26 @@ def cell_graph_reference(search: np.ndarray, centroids: np.ndarray, n_cand: int,
     S = np.ascontiguousarray(search[order])
     idx = np.empty((n, n_cand), np.int32)
     sq = np.empty((n, n_cand), np.float32)
-    scan_cells(S, np.arange(n, dtype=np.int64), home[order], cell_ptr, False, idx, sq)
-    wall_cell, wall_dist = walls[0][order], walls[1][order]
-    for rank in range(wall_cell.shape[1]):  # the nearest walls first
-        probe = _probes(wall_cell[:, rank], wall_dist[:, rank], sq[:, -1])
-        if probe.size:
-            scan_cells(S, probe, wall_cell[probe, rank], cell_ptr, True, idx, sq)
+    _home_then_probes(lambda queries, targets, merge: scan_cells(S, queries, targets, cell_ptr,
+                                                                 merge, idx, sq),
+                      lambda: sq[:, -1], home[order], walls[0][order], walls[1][order])
     out_idx = np.empty_like(idx)
     out_idx[order] = np.where(idx >= 0, order[np.maximum(idx, 0)], -1)
     out_sq = np.empty_like(sq)
     out_sq[order] = sq
     return out_idx, out_sq
+
+
+def _home_then_probes(scan, last_sq, home, wall_cell, wall_dist) -> None:
+    """The search's plan, in cell order, on either device: ``scan(queries, targets, merge)``
+    over every point's home cell, then one round per wall rank (the nearest walls first) over
+    the points whose wall is nearer than their last candidate (``last_sq()``: each point's
+    last squared distance so far)."""
+    scan(np.arange(home.shape[0], dtype=np.int64), home, False)
+    for rank in range(wall_cell.shape[1]):
+        probe = _probes(wall_cell[:, rank], wall_dist[:, rank], last_sq())
+        if probe.size:
+            scan(probe, wall_cell[probe, rank], True)
 
 
 def _wall_arrays(n: int, n_probe: int) -> tuple[np.ndarray, np.ndarray]:
