@@ -84,7 +84,7 @@ def _top_candidates(R, n_cand, out_idx, out_dist):
     worst = np.float32(np.inf)
     for base in range(0, n, TILE):
         rows = min(TILE, n - base)
-        stage_tile(tile, R, base, rows)
+        stage_tile(tile, R, base, rows, cuda.threadIdx.x, cuda.blockDim.x)
         cuda.syncthreads()
         if active:
             worst = offer_tile(query, tile, rows, base, best_d[:n_cand], best_i[:n_cand], worst)

@@ -70,10 +70,12 @@ def _centroid_sq(R, i, centroids_t, c):
 
 
 @cuda.jit(device=True, inline=True)
-def stage_tile(tile, S, base, rows):
+def stage_tile(tile, S, base, rows, thread, threads):
     """The block's threads copy rows ``base .. base + rows - 1`` of ``S`` into the shared
-    ``tile`` (``MAX_DIM`` columns), one element each in turn."""
-    for e in range(cuda.threadIdx.x, rows * MAX_DIM, cuda.blockDim.x):
+    ``tile`` (``MAX_DIM`` columns), one element each in turn (this is thread ``thread`` of
+    ``threads``). The caller passes its thread index: numba's bundled simulator only gives
+    ``cuda.threadIdx`` to device functions of the kernel's own module."""
+    for e in range(thread, rows * MAX_DIM, threads):
         tile[e // MAX_DIM, e % MAX_DIM] = S[base + e // MAX_DIM, e % MAX_DIM]
 
 
@@ -160,7 +162,7 @@ def _scan_cells(S, queries, targets, cell_ptr, n_cand, merge, out_idx, out_dist)
         mine = active and targets[t] == cell
         for base in range(lo, hi, TILE):
             rows = min(TILE, hi - base)
-            stage_tile(tile, S, base, rows)
+            stage_tile(tile, S, base, rows, cuda.threadIdx.x, cuda.blockDim.x)
             cuda.syncthreads()
             if mine:
                 worst = offer_tile(query, tile, rows, base, best_d[:n_cand], best_i[:n_cand],
