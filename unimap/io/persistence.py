@@ -9,7 +9,9 @@ The file (format ``"unimap-model"``, version 2; ``docs/persistence.md``) is a zi
 
 Values are JSON with a few tagged objects (:mod:`unimap.io.model_state`). A parameter that is a
 callable (TSNE's ``callback``) or a numpy random generator cannot be stored: it is dropped
-with a warning and recorded under ``dropped_params``; the loaded model has its default.
+with a warning and recorded under ``dropped_params``; the loaded model has its default. A
+user-defined ``metric`` is code that ``transform`` needs: a model fitted with one is refused
+(``TypeError``, nothing written); pickle keeps it.
 
 What is stored is what ``transform`` needs plus the fitted attributes: parameters, the
 ``_``-suffixed attributes (``graph_``, ``knn_indices_`` and ``knn_dists_`` may be left out
@@ -207,6 +209,13 @@ def _export(est: Any, include_data: bool, include_graph: bool) -> tuple[dict, di
     store = ArrayStore()
     params, dropped = {}, {}
     for name, value in est.get_params(deep=False).items():
+        if name == "metric" and callable(value):
+            from unimap.neighbors.metrics import metric_name
+
+            raise TypeError(f"{type(est).__name__} with the user-defined metric "
+                            f"{metric_name(value)!r} cannot be saved: the file holds no code "
+                            "and transform needs the metric (pickle keeps it, or use one of "
+                            "unimap's metrics)")
         if callable(value) or isinstance(value, (np.random.Generator, np.random.RandomState)):
             dropped[name] = f"{type(value).__name__}: {repr(value)[:80]}"
             warnings.warn(f"{type(est).__name__}.{name} (a {type(value).__name__}) cannot be "

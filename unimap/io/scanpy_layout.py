@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.io.anndata_input import is_anndata
+from unimap.neighbors.metrics import metric_name
 
 __all__ = ["knn_from_neighbors", "neighbours_to_reuse", "check_connectivities",
            "fit_neighbourhood", "scanpy_params", "write_pca", "unimap_records"]
@@ -182,7 +183,7 @@ def scanpy_params(method: str, estimator: Any, use_rep: str | None) -> dict[str,
               "early_exaggeration": float(estimator.early_exaggeration),
               "learning_rate": float(rate if isinstance(rate, (int, float))
                                      else estimator.learning_rate_),
-              "n_jobs": int(estimator.n_jobs), "metric": estimator.metric}
+              "n_jobs": int(estimator.n_jobs), "metric": metric_name(estimator.metric)}
     if use_rep is not None:
         params["use_rep"] = use_rep
     return params

@@ -29,6 +29,7 @@ from unimap.runtime.params import (
     ArrayLike,
     Boolean,
     Integer,
+    IsCallable,
     Jobs,
     MemorySize,
     Optional,
@@ -48,7 +49,7 @@ __all__ = ["NeighborEmbedding", "PIPELINE_CONSTRAINTS"]
 
 PIPELINE_CONSTRAINTS = {
     "n_components": Integer(1),
-    "metric": Options(*METRICS),
+    "metric": AnyOf(Options(*METRICS), IsCallable()),
     "random_state": Seed(),
     "n_jobs": Jobs(),
     "knn_method": Options(*METHODS),

@@ -18,10 +18,10 @@ def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
 
     ``self_offset`` is the row of ``data`` that query 0 is (when querying the data against
     itself), so that the point itself is excluded; None for new points. ``metric``: a native
-    metric on prepared rows, or a general one (:func:`unimap.neighbors.metrics.pairwise`,
-    with ``metric_kwds``).
+    metric on prepared rows, or a general or user-defined one
+    (:func:`unimap.neighbors.metrics.pairwise`, with ``metric_kwds``).
     """
-    from unimap.neighbors.metrics import GENERAL_METRICS, pairwise
+    from unimap.neighbors.metrics import is_general, pairwise
     from unimap.neighbors.topk_numba import exact_rerank_rows, manhattan_block, rows_k_smallest
 
     n, m = data.shape[0], queries.shape[0]
@@ -30,7 +30,7 @@ def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,
     dist = np.empty((m, k_eff), dtype=np.float32)
     if k_eff == 0:
         return idx, dist
-    general = metric in GENERAL_METRICS
+    general = is_general(metric)
     block = max(1, min(m, _CHUNK_BYTES // ((8 if general else 4) * n)))
     sq_norms = (np.einsum("ij,ij->i", data, data) if metric == "euclidean" or
                 metric in ("cosine", "correlation") else None)

@@ -52,6 +52,9 @@ from unimap.neighbors.metrics import (
     canonical_metric,
     check_metric_data,
     check_metric_kwds,
+    compiled_metric,
+    is_general,
+    metric_name,
 )
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_choice, check_int
@@ -129,8 +132,9 @@ class NeighborIndex:
 
     Parameters
     ----------
-    metric : str, default="euclidean"
-        One of ``METRICS``.
+    metric : str or callable, default="euclidean"
+        One of ``METRICS``, or a user-defined metric (:mod:`unimap.neighbors.metrics`; kept
+        here compiled by numba).
     method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
         Backend (see module docstring).
     n_jobs : int, default=-1
@@ -150,6 +154,8 @@ class NeighborIndex:
                  random_state: int | None = None, device: str = "cpu",
                  metric_kwds: dict | None = None) -> None:
         self.metric = canonical_metric(metric)
+        if callable(self.metric):  # compiled once: each call would compile its own kernel
+            self.metric = compiled_metric(self.metric)
         self.metric_kwds = check_metric_kwds(self.metric, metric_kwds)
         self.method = method
         self.n_jobs = n_jobs
@@ -159,7 +165,8 @@ class NeighborIndex:
     # -- building ---------------------------------------------------------------------------
     def build(self, X: Any) -> NeighborIndex:
         """Index the rows of ``X`` (dense array, or a square matrix when precomputed)."""
-        check_choice(self.metric, "metric", METRICS)
+        if not callable(self.metric):
+            check_choice(self.metric, "metric", METRICS)
         check_choice(self.method, "method", METHODS)
         check_choice(self.device, "device", ("cpu", "cuda"))
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
@@ -226,7 +233,7 @@ class NeighborIndex:
             return "exact"
         has_faiss = importlib.util.find_spec("faiss") is not None
         has_nnd = importlib.util.find_spec("pynndescent") is not None
-        if self.metric in GENERAL_METRICS:
+        if is_general(self.metric):
             return self._planned_general(n, has_nnd)
         if self.method == "hnsw":
             if not has_faiss:
@@ -254,14 +261,14 @@ class NeighborIndex:
         points (or when asked), pynndescent beyond."""
         if self.method == "hnsw":
             raise ValueError(f"method='hnsw' supports euclidean, cosine and correlation, not "
-                             f"{self.metric!r}")
+                             f"{metric_name(self.metric)!r}")
         if self.method == "exact" or (self.method == "auto" and n <= GENERAL_EXACT_MAX_SAMPLES):
             return "exact"
         if not has_nnd:
             raise ImportError(
-                f"metric={self.metric!r} on more than {GENERAL_EXACT_MAX_SAMPLES} points needs "
-                "pynndescent: pip install 'unimap[nndescent]' (or knn_method='exact', "
-                "O(n^2) time)")
+                f"metric={metric_name(self.metric)!r} on more than "
+                f"{GENERAL_EXACT_MAX_SAMPLES} points needs pynndescent: pip install "
+                "'unimap[nndescent]' (or knn_method='exact', O(n^2) time)")
         return "nndescent"
 
     # -- queries -----------------------------------------------------------------------------

@@ -11,6 +11,12 @@ Two families:
   :data:`GENERAL_EXACT_MAX_SAMPLES` points, as umap-learn does, and pynndescent beyond (it
   defines the same metrics, compiled with numba).
 
+A **user-defined** metric is a function of two rows (1-D float32 arrays) returning their
+distance, as umap-learn and pynndescent take it: a numba-compiled function, or a plain one
+numba can compile (it is compiled here). It is served as the general metrics are (exact
+distances by :mod:`unimap.neighbors.custom_metric_numba`, pynndescent beyond), its
+``metric_kwds`` values passed after the two rows, in order (pynndescent's ``dist_args``).
+
 umap-learn's aliases (``l1``, ``l2``, ``cityblock``, ``taxicab``, ``linf``, ...) map to these
 names (:func:`canonical_metric`). ``minkowski`` takes ``p`` (default 2) through the
 estimators' ``metric_kwds`` (``metric_params`` for TSNE, scikit-learn's name).
@@ -25,7 +31,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["NATIVE_METRICS", "GENERAL_METRICS", "METRIC_ALIASES", "GENERAL_EXACT_MAX_SAMPLES",
-           "canonical_metric", "check_metric_kwds", "pairwise"]
+           "canonical_metric", "check_metric_kwds", "pairwise", "is_general",
+           "compiled_metric", "metric_name"]
 
 NATIVE_METRICS = ("euclidean", "cosine", "correlation", "manhattan")
 GENERAL_METRICS = ("chebyshev", "minkowski", "canberra", "braycurtis", "hamming", "jaccard",
@@ -39,9 +46,33 @@ GENERAL_EXACT_MAX_SAMPLES = 4096
 _BOOLEAN = ("jaccard", "dice")  # non-zero entries are True, as in pynndescent
 
 
-def canonical_metric(metric: str) -> str:
-    """The metric's own name for an alias (``"l1"`` → ``"manhattan"``)."""
-    return METRIC_ALIASES.get(metric, metric)
+def canonical_metric(metric: Any) -> Any:
+    """The metric's own name for an alias (``"l1"`` → ``"manhattan"``); a user-defined
+    metric (a callable) as it is."""
+    return METRIC_ALIASES.get(metric, metric) if isinstance(metric, str) else metric
+
+
+def is_general(metric: Any) -> bool:
+    """Whether the metric is served by exact distances and pynndescent only (a general or a
+    user-defined one), not by every backend's own kernels."""
+    return callable(metric) or metric in GENERAL_METRICS
+
+
+def metric_name(metric: Any) -> str:
+    """The metric as text: its name, or a user-defined function's qualified name."""
+    if isinstance(metric, str):
+        return metric
+    function = getattr(metric, "py_func", metric)
+    return getattr(function, "__qualname__", type(function).__name__)
+
+
+def compiled_metric(metric: Any) -> Any:
+    """A user-defined metric as a numba function: itself when numba compiled it already,
+    else ``numba.njit`` of it (compiled at its first call)."""
+    import numba
+    from numba.extending import is_jitted
+
+    return metric if is_jitted(metric) else numba.njit(metric)
 
 
 def check_metric_kwds(metric: str, kwds: Mapping[str, Any] | None,
@@ -50,6 +81,12 @@ def check_metric_kwds(metric: str, kwds: Mapping[str, Any] | None,
     others none. Raises ``ValueError`` naming an unknown or bad parameter."""
     kwds = dict(kwds or {})
     metric = canonical_metric(metric)
+    if callable(metric):
+        for key, value in kwds.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.ndarray)):
+                raise ValueError(f"{name}[{key!r}] of a user-defined metric must be a number "
+                                 f"or a numpy array (passed after the two rows), got {value!r}")
+        return kwds
     allowed = {"p"} if metric == "minkowski" else set()
     unknown = set(kwds) - allowed
     if unknown:
@@ -79,6 +116,8 @@ def pairwise(A: np.ndarray, B: np.ndarray, metric: str,
 
     metric = canonical_metric(metric)
     kwds = dict(kwds or {})
+    if callable(metric):
+        return _custom(A, B, metric, kwds)
     if metric == "hellinger":
         return _hellinger(A, B)
     if metric == "haversine":
@@ -87,6 +126,31 @@ def pairwise(A: np.ndarray, B: np.ndarray, metric: str,
         return cdist(A != 0, B != 0, metric).astype(np.float32)
     return cdist(np.asarray(A, np.float64), np.asarray(B, np.float64), metric,
                  **kwds).astype(np.float32)
+
+
+def _custom(A: np.ndarray, B: np.ndarray, metric: Any, kwds: dict) -> np.ndarray:
+    """A user-defined metric's distances, float32; refuses a function numba cannot compile
+    and distances that are negative or not finite, naming the function."""
+    from numba.core.errors import NumbaError
+
+    from unimap.neighbors.custom_metric_numba import custom_block
+
+    out = np.empty((A.shape[0], B.shape[0]), dtype=np.float32)
+    try:
+        custom_block(np.ascontiguousarray(A, np.float32), np.ascontiguousarray(B, np.float32),
+                     compiled_metric(metric), tuple(kwds.values()), out)
+    except NumbaError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"metric={metric_name(metric)!r} could not be compiled by numba ({first}): a "
+            "user-defined metric must be a function of two 1-D float32 arrays (and its "
+            "metric_kwds values, in order) returning a number, in the Python numba compiles "
+            "(https://numba.readthedocs.io/en/stable/reference/pysupported.html)") from exc
+    if not np.isfinite(out).all() or (out < 0).any():
+        bad = out[~(np.isfinite(out) & (out >= 0))][0]
+        raise ValueError(f"metric={metric_name(metric)!r} returned the distance {float(bad)!r}: a "
+                         "metric's distances must be finite and non-negative")
+    return out
 
 
 def _hellinger(A: np.ndarray, B: np.ndarray) -> np.ndarray:
