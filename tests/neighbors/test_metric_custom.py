@@ -55,7 +55,7 @@ def test_pynndescent_serves_a_user_metric_beyond_the_exact_search(digits):
     exact = UMAP(metric="manhattan", knn_method="exact", n_epochs=60, random_state=0).fit(X)
     assert approx._index.method_ == "nndescent"
     recall = np.mean([np.intersect1d(a, b).size / a.size
-                      for a, b in zip(approx.knn_indices_, exact.knn_indices_)])
+                      for a, b in zip(approx.knn_indices_, exact.knn_indices_, strict=True)])
     assert recall >= 0.97  # measured 0.990-0.992 over seeds 0-2, the same as for "manhattan"
     placed = approx.transform(X[:30])
     assert placed.shape == (30, 2) and np.isfinite(placed).all()

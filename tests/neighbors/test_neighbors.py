@@ -273,3 +273,20 @@ def test_hnsw_many_parts_layout_for_large_inputs(monkeypatch):
     truth, _ = exact_index.query(new, 15)
     found, _ = graphs[0][1].query(new, 15)
     assert recall(found, truth) > 0.95
+
+
+@pytest.mark.parametrize("metric", ["cosine", "correlation"])
+def test_nndescent_graph_and_queries_have_the_metrics_distances(metric):
+    # pynndescent returns the metric's own distances: they were once converted again as if
+    # they were euclidean distances between unit rows (cosine: d²/2 of 1 - cos)
+    pytest.importorskip("pynndescent")
+    X = np.random.default_rng(0).standard_normal((500, 12)).astype(np.float32)
+    index = NeighborIndex(metric, "nndescent", random_state=0).build(X)
+    graph = index.knn_graph(10)
+    D = cdist(X.astype(np.float64), X.astype(np.float64), metric=metric)
+    found = np.take_along_axis(D, graph.indices.astype(np.int64), axis=1)
+    np.testing.assert_allclose(graph.distances, found, rtol=1e-4, atol=1e-5)
+    idx, dist = index.query(X[:20] + 0.01, 10)
+    Dq = cdist((X[:20] + 0.01).astype(np.float64), X.astype(np.float64), metric=metric)
+    np.testing.assert_allclose(dist, np.take_along_axis(Dq, idx.astype(np.int64), axis=1),
+                               rtol=1e-4, atol=1e-5)

@@ -294,7 +294,9 @@ class NeighborIndex:
             idx, dist = knn_graph_cuda(self._data, k)
         else:
             idx, dist = self._nndescent_graph(k)
-        if self.metric != "precomputed":
+        # pynndescent's distances are the metric's own; the other backends' are euclidean
+        # distances between prepared rows
+        if self.metric != "precomputed" and self.method_ != "nndescent":
             dist = _finish_distances(dist, self.metric)
         if self.method_ == "exact":
             idx, dist = _pad_self(idx, dist)
