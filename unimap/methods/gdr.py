@@ -57,8 +57,9 @@ class GDR(UMAPFamily, NeighborEmbedding):
     n_neighbors : int, default=15
         Neighbours (the point itself included) of the fuzzy graph, ``normalized=False``.
     n_components : int, default=2
-    metric : str, default="euclidean"
-        Any metric of :class:`unimap.UMAP` (``"precomputed"``: a square distance matrix).
+    metric : str or callable, default="euclidean"
+        Any metric of :class:`unimap.UMAP`, a user-defined one included (``"precomputed"``:
+        a square distance matrix).
     metric_kwds : dict, optional
         The metric's parameters: ``{"p": 3}`` for minkowski.
     normalized : bool, default=False

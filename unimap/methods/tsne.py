@@ -98,8 +98,9 @@ class TSNE(NeighborEmbedding):
     n_interpolation_points, min_num_intervals, ints_in_interval : int, int, float
         FFT grid: nodes per interval (3), minimum intervals per dimension (50), embedding
         units per interval (1.0); as in FIt-SNE / openTSNE.
-    metric : str, default="euclidean"
-        Any metric of :class:`unimap.UMAP` (``"precomputed"``: a square distance matrix).
+    metric : str or callable, default="euclidean"
+        Any metric of :class:`unimap.UMAP`, a user-defined one included (``"precomputed"``:
+        a square distance matrix).
     metric_params : dict, optional
         The metric's parameters (scikit-learn's name): ``{"p": 3}`` for minkowski.
     init : {"pca", "random", "spectral"} or ndarray of shape (n_samples, n_components), \

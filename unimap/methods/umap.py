@@ -57,16 +57,20 @@ class UMAP(UMAPFamily, NeighborEmbedding):
         Size of the local neighbourhood (the point itself included), in ``[2, n_samples]``.
     n_components : int, default=2
         Dimension of the embedding.
-    metric : str, default="euclidean"
+    metric : str or callable, default="euclidean"
         Input-space metric: ``"euclidean"``, ``"cosine"``, ``"correlation"``,
         ``"manhattan"``, ``"chebyshev"``, ``"minkowski"``, ``"canberra"``, ``"braycurtis"``,
         ``"hamming"``, ``"jaccard"``, ``"dice"``, ``"hellinger"``, ``"haversine"``,
         ``"sqeuclidean"`` (umap-learn's aliases such as ``"l1"`` and ``"l2"`` too;
         :mod:`unimap.neighbors.metrics`), or ``"precomputed"``: ``X`` is a square distance
-        matrix. The general metrics are searched exactly up to 4,096 points and by
-        pynndescent beyond (``pip install 'unimap[nndescent]'``).
+        matrix; or a user-defined metric, a function of two rows (1-D float32 arrays)
+        returning their distance, compiled by numba (``@numba.njit``, or compiled here).
+        The general and user-defined metrics are searched exactly up to 4,096 points and by
+        pynndescent beyond (``pip install 'unimap[nndescent]'``). A model with a
+        user-defined metric pickles but cannot be ``save``-d.
     metric_kwds : dict, optional
-        The metric's parameters: ``{"p": 3}`` for minkowski.
+        The metric's parameters: ``{"p": 3}`` for minkowski; a user-defined metric's extra
+        arguments (numbers or arrays), passed after the two rows in the dict's order.
     n_epochs : int, optional
         SGD epochs. Default: 500 for up to 10,000 points, else 200; 200 more with
         ``densmap=True`` (umap-learn's defaults).
