@@ -13,6 +13,7 @@ extrapolation.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["inverse_positions"]
 
@@ -25,7 +26,7 @@ def inverse_positions(embedding: np.ndarray, data: np.ndarray, Y: np.ndarray, a:
     ----------
     embedding : ndarray of shape (n, n_components)
         The training embedding.
-    data : ndarray of shape (n, n_features)
+    data : ndarray or sparse matrix of shape (n, n_features)
         The training rows, in the order of ``embedding``.
     Y : ndarray of shape (m, n_components)
     a, b : float
@@ -42,4 +43,9 @@ def inverse_positions(embedding: np.ndarray, data: np.ndarray, Y: np.ndarray, a:
     idx, dist = index.query(np.ascontiguousarray(Y, dtype=np.float32), k)
     weights = 1.0 / (1.0 + a * np.power(dist.astype(np.float64), 2.0 * b))
     weights /= weights.sum(axis=1, keepdims=True)
+    if sp.issparse(data):  # the weights as an (m, n) sparse matrix: no dense training rows
+        m = idx.shape[0]
+        W = sp.csr_matrix((weights.ravel(), idx.ravel(), np.arange(0, m * k + 1, k)),
+                          shape=(m, data.shape[0]))
+        return (W @ data.astype(np.float64)).toarray().astype(np.float32)
     return np.einsum("ik,ikd->id", weights, data[idx].astype(np.float64)).astype(np.float32)

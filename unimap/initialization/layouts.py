@@ -80,7 +80,7 @@ def initialize(
         if X is None:
             raise ValueError("init='pca' needs feature vectors, not distances; use "
                              "'spectral' or 'random'")
-        Y = pca_init(X.toarray() if sp.issparse(X) else X, n_components, seed, device)
+        Y = pca_init(_dense_if_it_fits(X), n_components, seed, device)
         info = {"method": "pca", "fallback": None}
     else:
         data = None if (X is None or sp.issparse(X)) else X
@@ -100,7 +100,8 @@ def pca_init_on_gpu(n: int, d: int, n_components: int) -> bool:
 
 
 def pca_init(X: np.ndarray, n_components: int, seed: int, device: str = "cpu") -> np.ndarray:
-    """The first principal components of ``X`` (dense), float32.
+    """The first principal components of ``X``, float32 (sparse rows, too large to densify,
+    by :func:`_sparse_pca_init`).
 
     Above ``PCA_INIT_FIT_ROWS`` rows the axes are fitted on that many rows drawn at random
     (``seed``), then all rows are projected: the leading axes of a large sample are those of
@@ -111,12 +112,10 @@ def pca_init(X: np.ndarray, n_components: int, seed: int, device: str = "cpu") -
     from unimap.decomposition.pca import fit_pca, project
 
     sample_seed, solver_seed, pad_seed = spawn_seeds(seed, 3)
+    if sp.issparse(X):
+        return _sparse_pca_init(X, n_components, sample_seed, solver_seed, pad_seed)
     k = min(n_components, X.shape[0], X.shape[1])
-    sample = X
-    if X.shape[0] > PCA_INIT_FIT_ROWS:
-        rows = np.random.default_rng(sample_seed).choice(X.shape[0], PCA_INIT_FIT_ROWS,
-                                                         replace=False)
-        sample = X[np.sort(rows)]
+    sample = _fit_rows(X, sample_seed)
     if device == "cuda" and pca_init_on_gpu(*X.shape, n_components):
         from unimap.decomposition.pca_cuda import fit_pca_cuda, project_cuda
 
@@ -124,12 +123,53 @@ def pca_init(X: np.ndarray, n_components: int, seed: int, device: str = "cpu") -
         proj = project_cuda(np.ascontiguousarray(X), axes).copy_to_host()
     else:
         proj = project(X, fit_pca(sample, k, seed=solver_seed)).astype(np.float32)
-    if k < n_components:  # fewer features than output dimensions: pad with small noise
-        rng = np.random.default_rng(pad_seed)
-        pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0),
-                         size=(X.shape[0], n_components - k))
-        proj = np.hstack([proj, pad.astype(np.float32)])
-    return proj
+    return _padded(proj, n_components, pad_seed)
+
+
+def _fit_rows(X: Any, sample_seed: int) -> Any:
+    """The rows the axes are fitted on: all, or ``PCA_INIT_FIT_ROWS`` drawn at random."""
+    if X.shape[0] <= PCA_INIT_FIT_ROWS:
+        return X
+    rows = np.random.default_rng(sample_seed).choice(X.shape[0], PCA_INIT_FIT_ROWS,
+                                                     replace=False)
+    return X[np.sort(rows)]
+
+
+def _padded(proj: np.ndarray, n_components: int, pad_seed: int) -> np.ndarray:
+    """``proj`` with small noise columns added up to ``n_components`` (where the data had
+    fewer dimensions than the output)."""
+    missing = n_components - proj.shape[1]
+    if missing <= 0:
+        return proj
+    rng = np.random.default_rng(pad_seed)
+    pad = rng.normal(scale=1e-4 * max(np.abs(proj).max(), 1.0), size=(proj.shape[0], missing))
+    return np.hstack([proj, pad.astype(np.float32)])
+
+
+def _dense_if_it_fits(X: Any) -> Any:
+    """Sparse rows densified where their float32 copy fits ``MAX_DENSE_BYTES`` (the bits of
+    a dense fit), else left sparse."""
+    from unimap.runtime.validation import MAX_DENSE_BYTES
+
+    if sp.issparse(X) and X.shape[0] * X.shape[1] * 4 <= MAX_DENSE_BYTES:
+        return X.toarray()
+    return X
+
+
+def _sparse_pca_init(X: sp.spmatrix, n_components: int, sample_seed: int, solver_seed: int,
+                     pad_seed: int) -> np.ndarray:
+    """:func:`pca_init` of sparse rows too large to densify: scikit-learn's ARPACK PCA, which
+    centres the sparse sample implicitly, then ``X @ axes - mean @ axes`` (the rows stay
+    sparse)."""
+    from sklearn.decomposition import PCA as ScikitPCA
+
+    X = sp.csr_matrix(X, dtype=np.float32)
+    sample = _fit_rows(X, sample_seed)
+    k = min(n_components, sample.shape[0] - 1, X.shape[1] - 1)  # ARPACK: k < min(n, d)
+    pca = ScikitPCA(k, svd_solver="arpack", random_state=solver_seed % 2**32).fit(sample)
+    axes = pca.components_.T.astype(np.float64)
+    proj = (np.asarray(X @ axes) - pca.mean_ @ axes).astype(np.float32)
+    return _padded(proj, n_components, pad_seed)
 
 
 def array_init(init: Any, n_samples: int, n_components: int) -> np.ndarray:

@@ -296,8 +296,9 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
     exact (and cuda, a graph built on the GPU): the prepared training rows (float32; unit rows
     for cosine/correlation). hnsw: the
     same rows, from which the faiss graphs are rebuilt at load time, and the PCA projection
-    they were built on. nndescent: the rows pynndescent indexes (it rebuilds on demand, as
-    after unpickling). precomputed distances: nothing but the number of training points.
+    they were built on. nndescent: the rows pynndescent indexes, dense or sparse (it rebuilds
+    on demand, as after unpickling). precomputed distances: nothing but the number of
+    training points.
     """
     if index is None:
         return None
@@ -309,8 +310,8 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
     }
     if index.metric == "precomputed" or not include_data:
         return info
-    if index.method_ == "nndescent":
-        info["data"] = store.add("index.data", index._nnd_data)
+    if index.method_ == "nndescent":  # dense rows, or a sparse index's CSR matrix
+        info["data"] = encode(index._nnd_data, "index.data", store)
         return info
     info["data"] = store.add("index.data", index._data)
     if index.method_ == "hnsw":
@@ -370,9 +371,15 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     index.n_threads_ = resolve_n_jobs(n_jobs)  # this machine's cores: results do not depend
     if metric == "precomputed":
         return index
-    if not isinstance(data, np.ndarray) or data.dtype != np.float32 or (
+    import scipy.sparse as sp  # here: import unimap stays free of scipy
+
+    sparse_rows = method == "nndescent" and sp.issparse(data)
+    if not (isinstance(data, np.ndarray) or sparse_rows) or data.dtype != np.float32 or (
             data.shape != (n_samples, n_features)):
         raise ValueError(f"index data must be float32 of shape ({n_samples}, {n_features})")
+    if sparse_rows:
+        data.sum_duplicates()  # pynndescent's sparse kernels walk sorted, distinct columns
+        data.sort_indices()
     if method == "nndescent":
         index._nnd_data, index._nnd = data, None
         return index

@@ -122,6 +122,10 @@ class NeighborEmbedding(UnimapEstimator):
         if copy is not None:
             check_memory(copy, self.max_memory, type(self).__name__)
         X = check_method_input(X, self.metric, square=True)
+        if sp.issparse(X) and self.metric != "precomputed":
+            from unimap.neighbors.graph import keeps_sparse
+
+            keeps_sparse(X, self.metric, self.knn_method)  # refuses what no search serves
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
@@ -340,15 +344,18 @@ class NeighborEmbedding(UnimapEstimator):
     def _memory_estimate(self, fit: FitPlan, X: Any) -> MemoryEstimate:
         """The phases' peaks (:func:`unimap.methods.memory_plan.pipeline_estimate`) from the shapes,
         the plan and the method's :class:`MemoryProfile`."""
-        from unimap.neighbors.graph import NeighborIndex
+        from unimap.neighbors.graph import NeighborIndex, keeps_sparse
 
         n, d = X.shape
+        sparse = sp.issparse(X) and self.metric != "precomputed"
         knn = ("precomputed" if self.precomputed_knn is not None
+               else "sparse" if sparse and keeps_sparse(X, self.metric, self.knn_method)
                else NeighborIndex(self.metric, self.knn_method,
                                   metric_kwds=self._metric_kwds).planned_method(n))
         spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
-                                 sp.issparse(X), spectral, self._memory_profile(fit, n))
+                                 sp.issparse(X), spectral, self._memory_profile(fit, n),
+                                 sparse_nnz=X.nnz if sparse else 0)
 
     def _memory_profile(self, fit: FitPlan, n: int) -> MemoryProfile:
         raise NotImplementedError
@@ -369,8 +376,6 @@ class NeighborEmbedding(UnimapEstimator):
         if self.precomputed_knn is not None:
             fit._index, fit.knn_method_ = None, "precomputed"
             return check_knn_graph(self.precomputed_knn, X.shape[0], k)
-        if sp.issparse(X) and self.metric != "precomputed":
-            X = X.toarray()
         index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
                               metric_kwds=self._metric_kwds,
                               device=fit.devices_["neighbors"]).build(X)

@@ -52,16 +52,21 @@ class MemoryProfile(NamedTuple):
 
 def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
                       sparse_input: bool, spectral_init: bool,
-                      profile: MemoryProfile) -> MemoryEstimate:
+                      profile: MemoryProfile, sparse_nnz: int = 0) -> MemoryEstimate:
     """The phases' peaks of a neighbour embedding's fit (neighbours → affinities → init →
     optimize) on n points of d features, k kNN columns, ``width`` output dimensions, with the
-    kNN backend ``knn`` (``"precomputed"``: a given graph) and the method's ``profile``."""
+    kNN backend ``knn`` (``"precomputed"``: a given graph; ``"sparse"``: pynndescent on
+    sparse rows of ``sparse_nnz`` stored values) and the method's ``profile``."""
     smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
     estimate = MemoryEstimate()
-    # the search runs on a dense copy of sparse features (sparse distances stay sparse)
-    dense = n * d * 4 if sparse_input and metric != "precomputed" else 0
+    # the search runs on a dense copy of sparse features (sparse distances stay sparse),
+    # unless it keeps them sparse
+    dense = n * d * 4 if sparse_input and metric != "precomputed" and knn != "sparse" else 0
     if knn == "precomputed":
         knn_peak = knn_kept = n * k * 8
+    elif knn == "sparse":  # pynndescent's float32 CSR copy, its forest and heaps
+        knn_kept = sparse_nnz * 8 + (n + 1) * 4 + n * k * 8
+        knn_peak = knn_kept + n * k * 24 * 3
     else:
         knn_peak, knn_kept = neighbors_bytes(knn, n, d, k, metric)
     estimate.phases["neighbors"] = dense + knn_peak

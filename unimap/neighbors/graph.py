@@ -26,6 +26,12 @@ Backends (``method``):
   longer grows with n.
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
+
+Sparse rows are densified for the search when asked for another backend and their float32
+copy fits ``unimap.runtime.validation.MAX_DENSE_BYTES``; otherwise (or with
+``method="nndescent"``) pynndescent indexes the sparse matrix itself with its sparse
+kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does: the rows are never
+densified, new points are queried as sparse rows.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
   else nndescent if installed, else exact (with a warning about the time it takes).
 """
@@ -67,6 +73,10 @@ METRICS = (*NATIVE_METRICS, *GENERAL_METRICS, *METRIC_ALIASES, "precomputed")
 NATIVE_OR_PRECOMPUTED = (*NATIVE_METRICS, "precomputed")
 METHODS = ("auto", "exact", "hnsw", "nndescent")
 EXACT_MAX_SAMPLES = 20_000
+# the metrics pynndescent computes on sparse rows without densifying them
+SPARSE_METRICS = ("euclidean", "cosine", "correlation", "manhattan", "chebyshev", "minkowski",
+                  "canberra", "braycurtis", "hamming", "jaccard", "dice", "hellinger",
+                  "sqeuclidean")
 
 
 @dataclass
@@ -188,6 +198,10 @@ class NeighborIndex:
         if self.serves_on_gpu(X.shape[0], 1) and not sp.issparse(X):
             self.method_, self._data, self._cpu = "cuda", _prepare(X, self.metric), None
             return self
+        if sp.issparse(X) and keeps_sparse(X, self.metric, self.method):
+            self.method_, self._data, self._nnd = "nndescent", None, None
+            self._nnd_data = _canonical_csr(X)
+            return self
         self.method_ = self._choose_method(X)
         if sp.issparse(X):
             X = X.toarray()
@@ -274,7 +288,7 @@ class NeighborIndex:
     # -- queries -----------------------------------------------------------------------------
     def knn_graph(self, n_neighbors: int) -> KNNGraph:
         """The kNN graph of the indexed points, the point itself in column 0."""
-        n = self._data.shape[0]
+        n = self.n_samples_
         k = check_int(n_neighbors, "n_neighbors", 1, n)
         if self.metric == "precomputed":
             idx, dist = self._precomputed_rows(self._data, k, exclude_self=True)
@@ -321,7 +335,16 @@ class NeighborIndex:
                 )
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
             return idx.astype(np.int32), dist
+        if self.is_sparse:  # pynndescent's sparse index takes sparse queries only
+            self._ensure_nndescent(k)
+            idx, dist = self._nnd.query(_canonical_csr(sp.csr_matrix(Y)), k=k)
+            return idx.astype(np.int32), dist.astype(np.float32)
         if sp.issparse(Y):  # the index holds dense rows (build densifies too)
+            from unimap.runtime.validation import MAX_DENSE_BYTES
+
+            if Y.shape[0] * Y.shape[1] * 4 > MAX_DENSE_BYTES:
+                raise ValueError(f"sparse X of shape {Y.shape} is too large to densify for the "
+                                 "query of dense training rows: pass it in batches")
             Y = Y.toarray()
         Yp = _prepare(Y, self.metric)
         if self.method_ == "cuda":  # new points: on the CPU, by the euclidean index
@@ -357,11 +380,24 @@ class NeighborIndex:
         order = np.argsort(d, axis=1, kind="stable")
         return np.take_along_axis(idx, order, 1), np.take_along_axis(d, order, 1)
 
-    def training_rows(self) -> np.ndarray:
+    @property
+    def is_sparse(self) -> bool:
+        """Whether pynndescent indexes the sparse rows themselves (see module docstring)."""
+        return sp.issparse(getattr(self, "_nnd_data", None))
+
+    def indexed_rows(self) -> Any:
+        """Rows a fit on the same metric gives this index again: :meth:`training_rows`, or
+        the sparse rows as given (centring them for correlation would densify them)."""
+        return self._nnd_data if self.is_sparse else self.training_rows()
+
+    def training_rows(self) -> Any:
         """The indexed rows as the metric sees them: the data for euclidean and manhattan,
-        rows of unit norm for cosine (centred first for correlation)."""
+        rows of unit norm for cosine (centred first for correlation). A sparse index gives
+        sparse rows (refused for correlation, whose centred rows are dense)."""
         if self.metric == "precomputed":
             raise ValueError("a precomputed index holds distances, not data rows")
+        if self.is_sparse:
+            return _prepare_sparse(self._nnd_data, self.metric)
         if self.method_ == "nndescent":
             return _prepare(self._nnd_data, self.metric)
         return self._data
@@ -398,6 +434,52 @@ class NeighborIndex:
         if "n_samples_" not in state and "_data" in state:  # pickled before n_samples_
             state["n_samples_"] = state["_data"].shape[0]
         self.__dict__.update(state)
+
+
+def keeps_sparse(X: Any, metric: Any, method: str) -> bool:
+    """Whether sparse ``X`` is indexed as it is (by pynndescent) rather than densified: asked
+    for (``method="nndescent"``), or its float32 copy would pass ``MAX_DENSE_BYTES``. Raises
+    when it must stay sparse and cannot: a metric without a sparse kernel, or no
+    pynndescent."""
+    from unimap.runtime.validation import MAX_DENSE_BYTES
+
+    too_large = X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES
+    if method != "nndescent" and not too_large:
+        return False
+    if not isinstance(metric, str) or metric not in SPARSE_METRICS:
+        if not too_large:
+            return False  # pynndescent on the densified rows, as for dense data
+        raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
+                         f"neighbour search, and metric={metric_name(metric)!r} has no sparse "
+                         f"kernel (those with one: {', '.join(SPARSE_METRICS)}); reduce it "
+                         "first (e.g. unimap.PCA or TruncatedSVD)")
+    if importlib.util.find_spec("pynndescent") is None:
+        raise ImportError(f"sparse X of shape {X.shape} is too large to densify; its neighbour "
+                          "search on the sparse rows needs pynndescent: pip install "
+                          "'unimap[nndescent]'")
+    return True
+
+
+def _canonical_csr(X: Any) -> sp.csr_matrix:
+    """float32 CSR with sorted, summed indices (pynndescent's sparse kernels walk them in
+    order)."""
+    X = sp.csr_matrix(X, dtype=np.float32, copy=True)
+    X.sum_duplicates()
+    X.sort_indices()
+    return X
+
+
+def _prepare_sparse(X: sp.csr_matrix, metric: str) -> sp.csr_matrix:
+    """Sparse rows as the metric sees them (``_prepare`` without densifying)."""
+    if metric == "correlation":
+        raise ValueError("the rows of a sparse index searched with metric='correlation' are "
+                         "centred rows, which are dense: not available here (refit on dense "
+                         "rows, or use metric='cosine')")
+    if metric != "cosine":
+        return X
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64)).ravel()
+    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ X, dtype=np.float32)
 
 
 def _pad_self(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -212,7 +212,8 @@ def check_embedding_finite(embedding: np.ndarray, method: str) -> np.ndarray:
 
 
 MAX_DENSE_BYTES = 4 << 30
-"""Largest sparse input (as float32) a method densifies for its neighbour search."""
+"""Largest sparse input (as float32) a method densifies for its neighbour search; larger, it
+stays sparse (:func:`unimap.neighbors.graph.keeps_sparse`)."""
 
 
 MAX_FEATURE_MAGNITUDE = 1e15
@@ -275,16 +276,13 @@ def check_float32_resolution(X: Any, low: np.ndarray, high: np.ndarray) -> None:
 def check_method_input(X: Any, metric: str, square: bool) -> Any:
     """Check the ``X`` of a neighbour-embedding method (UMAP, TSNE, GDR).
 
-    Sparse features are accepted up to :data:`MAX_DENSE_BYTES` once densified. With
+    Sparse features are checked by the neighbour search (larger than :data:`MAX_DENSE_BYTES`
+    once densified, they stay sparse: :func:`unimap.neighbors.graph.keeps_sparse`). With
     ``metric="precomputed"`` the distances must be non-negative, and square when ``square``
     (fit; transform takes an (m, n_train) block); a sparse matrix of distances is never
     densified (its stored entries are the only candidates, missing ones are infinitely far).
     """
     X = check_array(X, accept_sparse=True, min_samples=1, dtype=None)
-    if sp.issparse(X) and metric != "precomputed" and (
-            X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES):
-        raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
-                         "neighbour search; reduce it first (e.g. unimap.PCA or TruncatedSVD)")
     if metric != "precomputed":
         # the ranges before the float32 cast, which loses what these checks look at
         low, high = _column_ranges(X)

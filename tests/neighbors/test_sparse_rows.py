@@ -1,0 +1,106 @@
+"""Sparse rows kept sparse: pynndescent's sparse kernels index them (asked for with
+``knn_method="nndescent"``, or when their dense copy would pass ``MAX_DENSE_BYTES``), and
+fit, transform, inverse_transform, update, save and load never densify them."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import unimap
+from unimap import GDR, TSNE, UMAP
+from unimap.datasets import load_digits
+from unimap.metrics import knn_accuracy
+from unimap.neighbors.graph import NeighborIndex
+
+pytest.importorskip("pynndescent")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits()
+    return sp.csr_matrix(X.astype(np.float32)), y
+
+
+@pytest.fixture
+def tiny_dense_limit(monkeypatch):
+    """Every sparse input counts as too large to densify."""
+    monkeypatch.setattr("unimap.runtime.validation.MAX_DENSE_BYTES", 1000)
+
+
+def _never_densified(monkeypatch):
+    """Densifying a sparse matrix of 100 rows or more fails (a column's range, one row, and
+    inverse_transform's output rows are dense by nature)."""
+    for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        for name in ("toarray", "todense"):
+            original = getattr(cls, name)
+
+            def guarded(self, *args, _original=original, **kwargs):
+                if self.shape[0] >= 100:
+                    raise AssertionError(f"a sparse matrix of shape {self.shape} was densified")
+                return _original(self, *args, **kwargs)
+
+            monkeypatch.setattr(cls, name, guarded)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "hellinger"])
+def test_the_sparse_graph_is_the_exact_graph_up_to_pynndescents_recall(digits, metric):
+    X, _ = digits
+    index = NeighborIndex(metric, "nndescent", random_state=0).build(X[:1000])
+    assert index.is_sparse
+    graph = index.knn_graph(15)
+    exact = NeighborIndex(metric, "exact").build(X[:1000].toarray()).knn_graph(15)
+    recall = np.mean([np.intersect1d(a, b).size / 15
+                      for a, b in zip(graph.indices, exact.indices, strict=True)])
+    assert recall >= 0.97  # measured 0.998-1.000 on these 1,000 digits
+    same = graph.indices == exact.indices
+    np.testing.assert_allclose(graph.distances[same], exact.distances[same], rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_a_too_large_sparse_input_is_never_densified(digits, tiny_dense_limit, monkeypatch):
+    X, y = digits
+    train, new = X[:1400], X[1400:]
+    dense_fit = UMAP(n_epochs=200, random_state=0).fit(train.toarray())
+    _never_densified(monkeypatch)
+    model = UMAP(n_epochs=200, random_state=0).fit(train)
+    assert model._index.is_sparse and model.knn_method_ == "nndescent"
+    # the same map as from dense rows: 10-NN accuracy within 0.01 (measured 0.984 and 0.984)
+    assert knn_accuracy(model.embedding_, y[:1400]) >= knn_accuracy(
+        dense_fit.embedding_, y[:1400]) - 0.01
+    placed = model.transform(new)
+    assert np.isfinite(placed).all()
+    rows = model.inverse_transform(model.embedding_[:5])
+    assert rows.shape == (5, 64) and np.isfinite(rows).all()
+    grown = UMAP(n_epochs=200, random_state=0).fit(train[:1000]).update(train[1000:])
+    assert grown.embedding_.shape == (1400, 2) and grown._index.is_sparse
+
+
+def test_tsne_starts_a_too_large_sparse_input_from_its_principal_components(
+        digits, tiny_dense_limit, monkeypatch):
+    X, y = digits
+    _never_densified(monkeypatch)
+    model = TSNE(max_iter=400, random_state=0).fit(X[:1000])
+    assert model._index.is_sparse and model.init_info_["method"] == "pca"
+    assert knn_accuracy(model.embedding_, y[:1000]) >= 0.95  # measured 0.983
+
+
+def test_a_sparse_model_saves_and_loads_with_its_sparse_rows(digits, tmp_path):
+    X, _ = digits
+    model = GDR(knn_method="nndescent", random_state=0).fit(X[:800])
+    again = unimap.load(model.save(tmp_path / "sparse.unimap"))
+    assert sp.issparse(again._index._nnd_data)
+    np.testing.assert_array_equal(again.transform(X[800:820]), model.transform(X[800:820]))
+
+
+def test_a_too_large_sparse_input_without_a_sparse_search_is_refused(digits,
+                                                                     tiny_dense_limit):
+    X, _ = digits
+
+    def taxicab(a, b):
+        return np.abs(a - b).sum()
+
+    with pytest.raises(ValueError, match="too large to densify.*has no sparse kernel"):
+        UMAP(metric=taxicab).fit(X[:200])
+    model = UMAP(metric="correlation", n_epochs=20, random_state=0).fit(X[:300])
+    with pytest.raises(ValueError, match="centred rows, which are dense"):
+        model.inverse_transform(model.embedding_[:2])
