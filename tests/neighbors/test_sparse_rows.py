@@ -27,15 +27,16 @@ def tiny_dense_limit(monkeypatch):
     monkeypatch.setattr("unimap.runtime.validation.MAX_DENSE_BYTES", 1000)
 
 
-def _never_densified(monkeypatch):
-    """Densifying a sparse matrix of 100 rows or more fails (a column's range, one row, and
-    inverse_transform's output rows are dense by nature)."""
+def _never_densified(monkeypatch, n_features=64):
+    """Densifying sparse rows of ``n_features`` columns fails from 100 rows on (a column's
+    range, one row, and inverse_transform's output rows are dense by nature; products of
+    rows with rows are not the rows)."""
     for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
         for name in ("toarray", "todense"):
             original = getattr(cls, name)
 
             def guarded(self, *args, _original=original, **kwargs):
-                if self.shape[0] >= 100:
+                if self.shape[0] >= 100 and self.shape[1] == n_features:
                     raise AssertionError(f"a sparse matrix of shape {self.shape} was densified")
                 return _original(self, *args, **kwargs)
 
@@ -57,13 +58,16 @@ def test_the_sparse_graph_is_the_exact_graph_up_to_pynndescents_recall(digits, m
                                atol=1e-5)
 
 
-def test_a_too_large_sparse_input_is_never_densified(digits, tiny_dense_limit, monkeypatch):
+@pytest.mark.parametrize("knn_method, search", [("auto", "exact"),
+                                               ("nndescent", "nndescent")])
+def test_a_too_large_sparse_input_is_never_densified(digits, tiny_dense_limit, monkeypatch,
+                                                     knn_method, search):
     X, y = digits
     train, new = X[:1400], X[1400:]
     dense_fit = UMAP(n_epochs=200, random_state=0).fit(train.toarray())
     _never_densified(monkeypatch)
-    model = UMAP(n_epochs=200, random_state=0).fit(train)
-    assert model._index.is_sparse and model.knn_method_ == "nndescent"
+    model = UMAP(n_epochs=200, random_state=0, knn_method=knn_method).fit(train)
+    assert model._index.is_sparse and model.knn_method_ == search
     # the same map as from dense rows: 10-NN accuracy within 0.01 (measured 0.984 and 0.984)
     assert knn_accuracy(model.embedding_, y[:1400]) >= knn_accuracy(
         dense_fit.embedding_, y[:1400]) - 0.01
@@ -71,7 +75,8 @@ def test_a_too_large_sparse_input_is_never_densified(digits, tiny_dense_limit, m
     assert np.isfinite(placed).all()
     rows = model.inverse_transform(model.embedding_[:5])
     assert rows.shape == (5, 64) and np.isfinite(rows).all()
-    grown = UMAP(n_epochs=200, random_state=0).fit(train[:1000]).update(train[1000:])
+    grown = UMAP(n_epochs=200, random_state=0, knn_method=knn_method).fit(train[:1000])
+    grown.update(train[1000:])
     assert grown.embedding_.shape == (1400, 2) and grown._index.is_sparse
 
 
@@ -104,3 +109,25 @@ def test_a_too_large_sparse_input_without_a_sparse_search_is_refused(digits,
     model = UMAP(metric="correlation", n_epochs=20, random_state=0).fit(X[:300])
     with pytest.raises(ValueError, match="centred rows, which are dense"):
         model.inverse_transform(model.embedding_[:2])
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_the_sparse_exact_search_is_the_dense_exact_search(metric):
+    # wide, sparse rows (a bag of words) are searched by sparse products, not densified
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 5000, density=0.004, random_state=rng, format="csr", dtype=np.float32)
+    X.data = np.ceil(X.data * 3)  # counts: many exact ties, as in text
+    index = NeighborIndex(metric).build(X)
+    assert index.is_sparse and index.method_ == "exact"
+    dense = NeighborIndex(metric, "exact").build(X.toarray())
+    graph, expected = index.knn_graph(10), dense.knn_graph(10)
+    # the same distances, row by row (ids may differ only between tied points)
+    np.testing.assert_allclose(graph.distances, expected.distances, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(graph.indices[:, 0], np.arange(400))
+    Q = X[:30] * 2
+    (idx, dist), (_, expected_dist) = index.query(Q, 5), dense.query(Q.toarray(), 5)
+    np.testing.assert_allclose(dist, expected_dist, rtol=1e-5, atol=1e-6)
+    if metric == "euclidean":  # and they are the distances to the ids found
+        rows = X.toarray()
+        found = np.linalg.norm(rows[idx] - 2 * rows[:30, None], axis=2)
+        np.testing.assert_allclose(dist, found, rtol=1e-5, atol=1e-5)

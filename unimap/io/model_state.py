@@ -313,7 +313,7 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
     if index.method_ == "nndescent":  # dense rows, or a sparse index's CSR matrix
         info["data"] = encode(index._nnd_data, "index.data", store)
         return info
-    info["data"] = store.add("index.data", index._data)
+    info["data"] = encode(index._data, "index.data", store)  # dense, or sparse rows (exact)
     if index.method_ == "hnsw":
         from unimap.neighbors import hnsw as _hnsw
 
@@ -373,7 +373,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
         return index
     import scipy.sparse as sp  # here: import unimap stays free of scipy
 
-    sparse_rows = method == "nndescent" and sp.issparse(data)
+    sparse_rows = method in ("nndescent", "exact") and sp.issparse(data)
     if not (isinstance(data, np.ndarray) or sparse_rows) or data.dtype != np.float32 or (
             data.shape != (n_samples, n_features)):
         raise ValueError(f"index data must be float32 of shape ({n_samples}, {n_features})")

@@ -27,11 +27,14 @@ Backends (``method``):
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
 
-Sparse rows are densified for the search when asked for another backend and their float32
-copy fits ``unimap.runtime.validation.MAX_DENSE_BYTES``; otherwise (or with
-``method="nndescent"``) pynndescent indexes the sparse matrix itself with its sparse
-kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does: the rows are never
-densified, new points are queried as sparse rows.
+Sparse rows are densified for the search while their float32 copy fits
+``unimap.runtime.validation.MAX_DENSE_BYTES``, unless they are wide and sparse (a bag of
+words: ``WIDE_SPARSE_FEATURES`` columns or more, at most ``WIDE_SPARSE_DENSITY`` stored) or
+``method="nndescent"`` is asked for. Those, and larger ones, are searched as they are
+(:func:`sparse_search`): exactly by sparse products (:mod:`unimap.neighbors.sparse_exact`,
+euclidean and cosine, up to ``GENERAL_EXACT_MAX_SAMPLES`` points), else by pynndescent's
+sparse kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does; new points are
+then queried as sparse rows.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
   else nndescent if installed, else exact (with a warning about the time it takes).
 """
@@ -62,6 +65,7 @@ from unimap.neighbors.metrics import (
     is_general,
     metric_name,
 )
+from unimap.neighbors.sparse_exact import sparse_exact_query
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_choice, check_int
 
@@ -198,9 +202,13 @@ class NeighborIndex:
         if self.serves_on_gpu(X.shape[0], 1) and not sp.issparse(X):
             self.method_, self._data, self._cpu = "cuda", _prepare(X, self.metric), None
             return self
-        if sp.issparse(X) and keeps_sparse(X, self.metric, self.method):
+        search = sparse_search(X, self.metric, self.method) if sp.issparse(X) else None
+        if search == "nndescent":
             self.method_, self._data, self._nnd = "nndescent", None, None
             self._nnd_data = _canonical_csr(X)
+            return self
+        if search == "exact":
+            self.method_, self._data = "exact", _prepare_sparse(_canonical_csr(X), self.metric)
             return self
         self.method_ = self._choose_method(X)
         if sp.issparse(X):
@@ -292,6 +300,9 @@ class NeighborIndex:
         k = check_int(n_neighbors, "n_neighbors", 1, n)
         if self.metric == "precomputed":
             idx, dist = self._precomputed_rows(self._data, k, exclude_self=True)
+        elif self.method_ == "exact" and sp.issparse(self._data):
+            with numba_threads(self.n_threads_):
+                idx, dist = sparse_exact_query(self._data, self._data, k - 1, 0)
         elif self.method_ == "exact":
             with numba_threads(self.n_threads_):
                 idx, dist = exact_query(self._data, self._data, k - 1, self.metric, 0,
@@ -335,10 +346,8 @@ class NeighborIndex:
                 )
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
             return idx.astype(np.int32), dist
-        if self.is_sparse:  # pynndescent's sparse index takes sparse queries only
-            self._ensure_nndescent(k)
-            idx, dist = self._nnd.query(_canonical_csr(sp.csr_matrix(Y)), k=k)
-            return idx.astype(np.int32), dist.astype(np.float32)
+        if self.is_sparse:  # sparse training rows take sparse queries
+            return self._sparse_query(_canonical_csr(sp.csr_matrix(Y)), k)
         if sp.issparse(Y):  # the index holds dense rows (build densifies too)
             from unimap.runtime.validation import MAX_DENSE_BYTES
 
@@ -380,15 +389,27 @@ class NeighborIndex:
         order = np.argsort(d, axis=1, kind="stable")
         return np.take_along_axis(idx, order, 1), np.take_along_axis(d, order, 1)
 
+    def _sparse_query(self, Y: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.method_ == "nndescent":
+            self._ensure_nndescent(k)
+            idx, dist = self._nnd.query(Y, k=k)
+            return idx.astype(np.int32), dist.astype(np.float32)
+        with numba_threads(self.n_threads_):
+            idx, dist = sparse_exact_query(self._data, _prepare_sparse(Y, self.metric), k, None)
+        return idx.astype(np.int32), _finish_distances(dist, self.metric)
+
     @property
     def is_sparse(self) -> bool:
-        """Whether pynndescent indexes the sparse rows themselves (see module docstring)."""
-        return sp.issparse(getattr(self, "_nnd_data", None))
+        """Whether the index holds the sparse rows themselves (see module docstring)."""
+        return sp.issparse(getattr(self, "_nnd_data", None)) or sp.issparse(
+            getattr(self, "_data", None))
 
     def indexed_rows(self) -> Any:
         """Rows a fit on the same metric gives this index again: :meth:`training_rows`, or
-        the sparse rows as given (centring them for correlation would densify them)."""
-        return self._nnd_data if self.is_sparse else self.training_rows()
+        pynndescent's sparse rows as given (centring them for correlation would densify
+        them)."""
+        return self._nnd_data if sp.issparse(getattr(self, "_nnd_data", None)) \
+            else self.training_rows()
 
     def training_rows(self) -> Any:
         """The indexed rows as the metric sees them: the data for euclidean and manhattan,
@@ -396,7 +417,7 @@ class NeighborIndex:
         sparse rows (refused for correlation, whose centred rows are dense)."""
         if self.metric == "precomputed":
             raise ValueError("a precomputed index holds distances, not data rows")
-        if self.is_sparse:
+        if sp.issparse(getattr(self, "_nnd_data", None)):
             return _prepare_sparse(self._nnd_data, self.metric)
         if self.method_ == "nndescent":
             return _prepare(self._nnd_data, self.metric)
@@ -436,28 +457,53 @@ class NeighborIndex:
         self.__dict__.update(state)
 
 
-def keeps_sparse(X: Any, metric: Any, method: str) -> bool:
-    """Whether sparse ``X`` is indexed as it is (by pynndescent) rather than densified: asked
-    for (``method="nndescent"``), or its float32 copy would pass ``MAX_DENSE_BYTES``. Raises
-    when it must stay sparse and cannot: a metric without a sparse kernel, or no
-    pynndescent."""
+# sparse rows at least this wide and at most this dense are searched as they are (a bag of
+# words): densified, each exact distance would cost d, not the rows' few stored values
+WIDE_SPARSE_FEATURES, WIDE_SPARSE_DENSITY = 4096, 0.05
+
+
+def sparse_search(X: Any, metric: Any, method: str) -> str | None:
+    """How sparse ``X`` is searched as it is: ``"exact"`` (sparse products,
+    :mod:`unimap.neighbors.sparse_exact`, euclidean and cosine up to
+    ``GENERAL_EXACT_MAX_SAMPLES`` points), ``"nndescent"`` (pynndescent's sparse kernels), or
+    None where it is densified (its float32 copy fits ``MAX_DENSE_BYTES`` and it is neither
+    wide and sparse nor asked to stay sparse by ``method="nndescent"``). Raises where it
+    must stay sparse and cannot."""
+    from unimap.neighbors.sparse_exact import SPARSE_EXACT_METRICS
     from unimap.runtime.validation import MAX_DENSE_BYTES
 
-    too_large = X.shape[0] * X.shape[1] * 4 > MAX_DENSE_BYTES
-    if method != "nndescent" and not too_large:
-        return False
-    if not isinstance(metric, str) or metric not in SPARSE_METRICS:
-        if not too_large:
-            return False  # pynndescent on the densified rows, as for dense data
+    n, d = X.shape
+    too_large = n * d * 4 > MAX_DENSE_BYTES
+    wide = d >= WIDE_SPARSE_FEATURES and X.nnz <= WIDE_SPARSE_DENSITY * n * d
+    served = isinstance(metric, str) and metric in SPARSE_METRICS
+    has_nnd = importlib.util.find_spec("pynndescent") is not None
+    if method == "nndescent":
+        if served:
+            return "nndescent"
+    elif (too_large or wide) and method != "hnsw":
+        if metric in SPARSE_EXACT_METRICS and (method == "exact" or
+                                               n <= GENERAL_EXACT_MAX_SAMPLES):
+            return "exact"
+        if served and has_nnd:
+            return "nndescent"
+    if not too_large:
+        return None  # densified, as dense rows are searched
+    if not served:
         raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
                          f"neighbour search, and metric={metric_name(metric)!r} has no sparse "
                          f"kernel (those with one: {', '.join(SPARSE_METRICS)}); reduce it "
                          "first (e.g. unimap.PCA or TruncatedSVD)")
-    if importlib.util.find_spec("pynndescent") is None:
-        raise ImportError(f"sparse X of shape {X.shape} is too large to densify; its neighbour "
-                          "search on the sparse rows needs pynndescent: pip install "
-                          "'unimap[nndescent]'")
-    return True
+    if method == "hnsw":
+        raise ValueError(f"knn_method='hnsw' searches dense rows; sparse X of shape {X.shape} "
+                         "is too large to densify: use knn_method='auto' or 'nndescent'")
+    raise ImportError(f"sparse X of shape {X.shape} is too large to densify; its neighbour "
+                      "search on the sparse rows needs pynndescent: pip install "
+                      "'unimap[nndescent]'")
+
+
+def keeps_sparse(X: Any, metric: Any, method: str) -> bool:
+    """Whether sparse ``X`` is searched without being densified (:func:`sparse_search`)."""
+    return sparse_search(X, metric, method) is not None
 
 
 def _canonical_csr(X: Any) -> sp.csr_matrix:
