@@ -64,9 +64,10 @@ def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
     dense = n * d * 4 if sparse_input and metric != "precomputed" and knn != "sparse" else 0
     if knn == "precomputed":
         knn_peak = knn_kept = n * k * 8
-    elif knn == "sparse":  # pynndescent's float32 CSR copy, its forest and heaps
+    elif knn == "sparse":  # a float32 CSR copy; pynndescent's forest and heaps, or the
+        # exact search's block of float64 products and its float32 distances
         knn_kept = sparse_nnz * 8 + (n + 1) * 4 + n * k * 8
-        knn_peak = knn_kept + n * k * 24 * 3
+        knn_peak = knn_kept + max(n * k * 24 * 3, 3 * (1 << 27))
     else:
         knn_peak, knn_kept = neighbors_bytes(knn, n, d, k, metric)
     estimate.phases["neighbors"] = dense + knn_peak

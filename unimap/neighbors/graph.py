@@ -32,8 +32,8 @@ Sparse rows are densified for the search while their float32 copy fits
 words: ``WIDE_SPARSE_FEATURES`` columns or more, at most ``WIDE_SPARSE_DENSITY`` stored) or
 ``method="nndescent"`` is asked for. Those, and larger ones, are searched as they are
 (:func:`sparse_search`): exactly by sparse products (:mod:`unimap.neighbors.sparse_exact`,
-euclidean and cosine, up to ``GENERAL_EXACT_MAX_SAMPLES`` points), else by pynndescent's
-sparse kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does; new points are
+euclidean and cosine, up to ``EXACT_MAX_SAMPLES`` points), else by pynndescent's sparse
+kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does; new points are
 then queried as sparse rows.
 - ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
   else nndescent if installed, else exact (with a warning about the time it takes).
@@ -464,8 +464,8 @@ WIDE_SPARSE_FEATURES, WIDE_SPARSE_DENSITY = 4096, 0.05
 
 def sparse_search(X: Any, metric: Any, method: str) -> str | None:
     """How sparse ``X`` is searched as it is: ``"exact"`` (sparse products,
-    :mod:`unimap.neighbors.sparse_exact`, euclidean and cosine up to
-    ``GENERAL_EXACT_MAX_SAMPLES`` points), ``"nndescent"`` (pynndescent's sparse kernels), or
+    :mod:`unimap.neighbors.sparse_exact`, euclidean and cosine up to ``EXACT_MAX_SAMPLES``
+    points, as dense rows are), ``"nndescent"`` (pynndescent's sparse kernels), or
     None where it is densified (its float32 copy fits ``MAX_DENSE_BYTES`` and it is neither
     wide and sparse nor asked to stay sparse by ``method="nndescent"``). Raises where it
     must stay sparse and cannot."""
@@ -481,8 +481,7 @@ def sparse_search(X: Any, metric: Any, method: str) -> str | None:
         if served:
             return "nndescent"
     elif (too_large or wide) and method != "hnsw":
-        if metric in SPARSE_EXACT_METRICS and (method == "exact" or
-                                               n <= GENERAL_EXACT_MAX_SAMPLES):
+        if metric in SPARSE_EXACT_METRICS and (method == "exact" or n <= EXACT_MAX_SAMPLES):
             return "exact"
         if served and has_nnd:
             return "nndescent"
