@@ -123,7 +123,7 @@ class NeighborEmbedding(UnimapEstimator):
             check_memory(copy, self.max_memory, type(self).__name__)
         X = check_method_input(X, self.metric, square=True)
         if sp.issparse(X) and self.metric != "precomputed":
-            from unimap.neighbors.graph import keeps_sparse
+            from unimap.neighbors.sparse_rows import keeps_sparse
 
             keeps_sparse(X, self.metric, self.knn_method)  # refuses what no search serves
         n = X.shape[0]
@@ -344,7 +344,8 @@ class NeighborEmbedding(UnimapEstimator):
     def _memory_estimate(self, fit: FitPlan, X: Any) -> MemoryEstimate:
         """The phases' peaks (:func:`unimap.methods.memory_plan.pipeline_estimate`) from the shapes,
         the plan and the method's :class:`MemoryProfile`."""
-        from unimap.neighbors.graph import NeighborIndex, keeps_sparse
+        from unimap.neighbors.graph import NeighborIndex
+        from unimap.neighbors.sparse_rows import keeps_sparse
 
         n, d = X.shape
         sparse = sp.issparse(X) and self.metric != "precomputed"

@@ -26,17 +26,16 @@ Backends (``method``):
   longer grows with n.
 - ``"nndescent"``: pynndescent (``pip install unimap[nndescent]``), for other metrics and
   sparse data.
+- ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
+  else nndescent if installed, else exact (with a warning about the time it takes).
 
 Sparse rows are densified for the search while their float32 copy fits
 ``unimap.runtime.validation.MAX_DENSE_BYTES``, unless they are wide and sparse (a bag of
-words: ``WIDE_SPARSE_FEATURES`` columns or more, at most ``WIDE_SPARSE_DENSITY`` stored) or
+words: 4,096 columns or more, at most 5% stored) or
 ``method="nndescent"`` is asked for. Those, and larger ones, are searched as they are
-(:func:`sparse_search`): exactly by sparse products (:mod:`unimap.neighbors.sparse_exact`,
-euclidean and cosine, up to ``EXACT_MAX_SAMPLES`` points), else by pynndescent's sparse
-kernels (the metrics of :data:`SPARSE_METRICS`), as umap-learn does; new points are
-then queried as sparse rows.
-- ``"auto"``: exact below ``EXACT_MAX_SAMPLES`` points, else hnsw if faiss is importable,
-  else nndescent if installed, else exact (with a warning about the time it takes).
+(:func:`unimap.neighbors.sparse_rows.sparse_search`): exactly by sparse products (euclidean
+and cosine, up to 20,000 points), else by pynndescent's sparse kernels, as umap-learn does;
+new points are then queried as sparse rows.
 """
 
 from __future__ import annotations
@@ -65,7 +64,12 @@ from unimap.neighbors.metrics import (
     is_general,
     metric_name,
 )
-from unimap.neighbors.sparse_exact import sparse_exact_query
+from unimap.neighbors.sparse_rows import (
+    canonical_csr,
+    prepare_sparse,
+    sparse_exact_query,
+    sparse_search,
+)
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_choice, check_int
 
@@ -77,10 +81,7 @@ METRICS = (*NATIVE_METRICS, *GENERAL_METRICS, *METRIC_ALIASES, "precomputed")
 NATIVE_OR_PRECOMPUTED = (*NATIVE_METRICS, "precomputed")
 METHODS = ("auto", "exact", "hnsw", "nndescent")
 EXACT_MAX_SAMPLES = 20_000
-# the metrics pynndescent computes on sparse rows without densifying them
-SPARSE_METRICS = ("euclidean", "cosine", "correlation", "manhattan", "chebyshev", "minkowski",
-                  "canberra", "braycurtis", "hamming", "jaccard", "dice", "hellinger",
-                  "sqeuclidean")
+
 
 
 @dataclass
@@ -205,10 +206,10 @@ class NeighborIndex:
         search = sparse_search(X, self.metric, self.method) if sp.issparse(X) else None
         if search == "nndescent":
             self.method_, self._data, self._nnd = "nndescent", None, None
-            self._nnd_data = _canonical_csr(X)
+            self._nnd_data = canonical_csr(X)
             return self
         if search == "exact":
-            self.method_, self._data = "exact", _prepare_sparse(_canonical_csr(X), self.metric)
+            self.method_, self._data = "exact", prepare_sparse(canonical_csr(X), self.metric)
             return self
         self.method_ = self._choose_method(X)
         if sp.issparse(X):
@@ -347,7 +348,7 @@ class NeighborIndex:
             idx, dist = self._precomputed_rows(Y, k, exclude_self=False)
             return idx.astype(np.int32), dist
         if self.is_sparse:  # sparse training rows take sparse queries
-            return self._sparse_query(_canonical_csr(sp.csr_matrix(Y)), k)
+            return self._sparse_query(canonical_csr(sp.csr_matrix(Y)), k)
         if sp.issparse(Y):  # the index holds dense rows (build densifies too)
             from unimap.runtime.validation import MAX_DENSE_BYTES
 
@@ -395,7 +396,7 @@ class NeighborIndex:
             idx, dist = self._nnd.query(Y, k=k)
             return idx.astype(np.int32), dist.astype(np.float32)
         with numba_threads(self.n_threads_):
-            idx, dist = sparse_exact_query(self._data, _prepare_sparse(Y, self.metric), k, None)
+            idx, dist = sparse_exact_query(self._data, prepare_sparse(Y, self.metric), k, None)
         return idx.astype(np.int32), _finish_distances(dist, self.metric)
 
     @property
@@ -418,7 +419,7 @@ class NeighborIndex:
         if self.metric == "precomputed":
             raise ValueError("a precomputed index holds distances, not data rows")
         if sp.issparse(getattr(self, "_nnd_data", None)):
-            return _prepare_sparse(self._nnd_data, self.metric)
+            return prepare_sparse(self._nnd_data, self.metric)
         if self.method_ == "nndescent":
             return _prepare(self._nnd_data, self.metric)
         return self._data
@@ -455,76 +456,6 @@ class NeighborIndex:
         if "n_samples_" not in state and "_data" in state:  # pickled before n_samples_
             state["n_samples_"] = state["_data"].shape[0]
         self.__dict__.update(state)
-
-
-# sparse rows at least this wide and at most this dense are searched as they are (a bag of
-# words): densified, each exact distance would cost d, not the rows' few stored values
-WIDE_SPARSE_FEATURES, WIDE_SPARSE_DENSITY = 4096, 0.05
-
-
-def sparse_search(X: Any, metric: Any, method: str) -> str | None:
-    """How sparse ``X`` is searched as it is: ``"exact"`` (sparse products,
-    :mod:`unimap.neighbors.sparse_exact`, euclidean and cosine up to ``EXACT_MAX_SAMPLES``
-    points, as dense rows are), ``"nndescent"`` (pynndescent's sparse kernels), or
-    None where it is densified (its float32 copy fits ``MAX_DENSE_BYTES`` and it is neither
-    wide and sparse nor asked to stay sparse by ``method="nndescent"``). Raises where it
-    must stay sparse and cannot."""
-    from unimap.neighbors.sparse_exact import SPARSE_EXACT_METRICS
-    from unimap.runtime.validation import MAX_DENSE_BYTES
-
-    n, d = X.shape
-    too_large = n * d * 4 > MAX_DENSE_BYTES
-    wide = d >= WIDE_SPARSE_FEATURES and X.nnz <= WIDE_SPARSE_DENSITY * n * d
-    served = isinstance(metric, str) and metric in SPARSE_METRICS
-    has_nnd = importlib.util.find_spec("pynndescent") is not None
-    if method == "nndescent":
-        if served:
-            return "nndescent"
-    elif (too_large or wide) and method != "hnsw":
-        if metric in SPARSE_EXACT_METRICS and (method == "exact" or n <= EXACT_MAX_SAMPLES):
-            return "exact"
-        if served and has_nnd:
-            return "nndescent"
-    if not too_large:
-        return None  # densified, as dense rows are searched
-    if not served:
-        raise ValueError(f"sparse X of shape {X.shape} is too large to densify for the "
-                         f"neighbour search, and metric={metric_name(metric)!r} has no sparse "
-                         f"kernel (those with one: {', '.join(SPARSE_METRICS)}); reduce it "
-                         "first (e.g. unimap.PCA or TruncatedSVD)")
-    if method == "hnsw":
-        raise ValueError(f"knn_method='hnsw' searches dense rows; sparse X of shape {X.shape} "
-                         "is too large to densify: use knn_method='auto' or 'nndescent'")
-    raise ImportError(f"sparse X of shape {X.shape} is too large to densify; its neighbour "
-                      "search on the sparse rows needs pynndescent: pip install "
-                      "'unimap[nndescent]'")
-
-
-def keeps_sparse(X: Any, metric: Any, method: str) -> bool:
-    """Whether sparse ``X`` is searched without being densified (:func:`sparse_search`)."""
-    return sparse_search(X, metric, method) is not None
-
-
-def _canonical_csr(X: Any) -> sp.csr_matrix:
-    """float32 CSR with sorted, summed indices (pynndescent's sparse kernels walk them in
-    order)."""
-    X = sp.csr_matrix(X, dtype=np.float32, copy=True)
-    X.sum_duplicates()
-    X.sort_indices()
-    return X
-
-
-def _prepare_sparse(X: sp.csr_matrix, metric: str) -> sp.csr_matrix:
-    """Sparse rows as the metric sees them (``_prepare`` without densifying)."""
-    if metric == "correlation":
-        raise ValueError("the rows of a sparse index searched with metric='correlation' are "
-                         "centred rows, which are dense: not available here (refit on dense "
-                         "rows, or use metric='cosine')")
-    if metric != "cosine":
-        return X
-    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64)).ravel()
-    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-    return sp.csr_matrix(sp.diags(scale.astype(np.float32)) @ X, dtype=np.float32)
 
 
 def _pad_self(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -213,7 +213,7 @@ def check_embedding_finite(embedding: np.ndarray, method: str) -> np.ndarray:
 
 MAX_DENSE_BYTES = 4 << 30
 """Largest sparse input (as float32) a method densifies for its neighbour search; larger, it
-stays sparse (:func:`unimap.neighbors.graph.keeps_sparse`)."""
+stays sparse (:func:`unimap.neighbors.sparse_rows.keeps_sparse`)."""
 
 
 MAX_FEATURE_MAGNITUDE = 1e15
@@ -277,7 +277,7 @@ def check_method_input(X: Any, metric: str, square: bool) -> Any:
     """Check the ``X`` of a neighbour-embedding method (UMAP, TSNE, GDR).
 
     Sparse features are checked by the neighbour search (larger than :data:`MAX_DENSE_BYTES`
-    once densified, they stay sparse: :func:`unimap.neighbors.graph.keeps_sparse`). With
+    once densified, they stay sparse: :func:`unimap.neighbors.sparse_rows.keeps_sparse`). With
     ``metric="precomputed"`` the distances must be non-negative, and square when ``square``
     (fit; transform takes an (m, n_train) block); a sparse matrix of distances is never
     densified (its stored entries are the only candidates, missing ones are infinitely far).
