@@ -131,3 +131,28 @@ def test_the_sparse_exact_search_is_the_dense_exact_search(metric):
         rows = X.toarray()
         found = np.linalg.norm(rows[idx] - 2 * rows[:30, None], axis=2)
         np.testing.assert_allclose(dist, found, rtol=1e-5, atol=1e-5)
+
+
+def test_which_sparse_rows_stay_sparse(monkeypatch):
+    from unimap.neighbors.sparse_rows import sparse_search
+
+    def rows(n, d=5000, per_row=20):
+        cols = np.random.default_rng(0).integers(d, size=n * per_row)
+        return sp.csr_matrix((np.ones(n * per_row, np.float32),
+                              (np.repeat(np.arange(n), per_row), cols)), shape=(n, d))
+
+    wide, many = rows(1000), rows(30_000)
+    assert sparse_search(wide, "cosine", "auto") == "exact"  # a bag of words: same graph
+    assert sparse_search(wide, "manhattan", "auto") is None  # densified, as before
+    assert sparse_search(many, "cosine", "auto") is None  # HNSW on the dense copy, as before
+    assert sparse_search(rows(1000, d=500), "cosine", "auto") is None  # not wide
+    assert sparse_search(wide, "manhattan", "nndescent") == "nndescent"
+    assert sparse_search(wide, "cosine", "hnsw") is None
+    monkeypatch.setattr("unimap.runtime.validation.MAX_DENSE_BYTES", 1000)
+    assert sparse_search(many, "cosine", "auto") == "nndescent"
+    assert sparse_search(many, "cosine", "exact") == "exact"
+    assert sparse_search(wide, "manhattan", "auto") == "nndescent"
+    with pytest.raises(ValueError, match="knn_method='hnsw' searches dense rows"):
+        sparse_search(wide, "cosine", "hnsw")
+    with pytest.raises(ValueError, match="knn_method='exact' searches sparse X"):
+        sparse_search(wide, "manhattan", "exact")

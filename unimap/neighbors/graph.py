@@ -30,12 +30,13 @@ Backends (``method``):
   else nndescent if installed, else exact (with a warning about the time it takes).
 
 Sparse rows are densified for the search while their float32 copy fits
-``unimap.runtime.validation.MAX_DENSE_BYTES``, unless they are wide and sparse (a bag of
-words: 4,096 columns or more, at most 5% stored) or
-``method="nndescent"`` is asked for. Those, and larger ones, are searched as they are
-(:func:`unimap.neighbors.sparse_rows.sparse_search`): exactly by sparse products (euclidean
-and cosine, up to 20,000 points), else by pynndescent's sparse kernels, as umap-learn does;
-new points are then queried as sparse rows.
+``unimap.runtime.validation.MAX_DENSE_BYTES``, but for wide and sparse rows (a bag of words:
+4,096 columns or more, at most 5% stored) of up to 20,000 points with euclidean or cosine,
+searched exactly by sparse products, and for ``method="nndescent"``. Larger ones are searched
+as they are too: exactly by sparse products (euclidean and cosine, up to 20,000 points), else
+by pynndescent's sparse kernels, as umap-learn does
+(:func:`unimap.neighbors.sparse_rows.sparse_search`). New points are then queried as sparse
+rows.
 """
 
 from __future__ import annotations

@@ -41,11 +41,11 @@ WIDE_SPARSE_FEATURES, WIDE_SPARSE_DENSITY = 4096, 0.05
 
 def sparse_search(X: Any, metric: Any, method: str) -> str | None:
     """How sparse ``X`` is searched as it is: ``"exact"`` (sparse products,
-    :func:`sparse_exact_query`, euclidean and cosine up to ``SPARSE_EXACT_MAX_SAMPLES``
-    points), ``"nndescent"`` (pynndescent's sparse kernels), or
-    None where it is densified (its float32 copy fits ``MAX_DENSE_BYTES`` and it is neither
-    wide and sparse nor asked to stay sparse by ``method="nndescent"``). Raises where it
-    must stay sparse and cannot."""
+    :func:`sparse_exact_query`: wide and sparse rows, or rows too large to densify, with
+    euclidean or cosine up to ``SPARSE_EXACT_MAX_SAMPLES`` points), ``"nndescent"``
+    (pynndescent's sparse kernels: rows too large to densify otherwise, or asked for by
+    ``method="nndescent"``), or None where it is densified (its float32 copy fits
+    ``MAX_DENSE_BYTES``). Raises where it must stay sparse and cannot."""
     from unimap.runtime.validation import MAX_DENSE_BYTES  # read here: tests lower it
 
     n, d = X.shape
@@ -59,7 +59,9 @@ def sparse_search(X: Any, metric: Any, method: str) -> str | None:
     elif (too_large or wide) and method != "hnsw":
         if metric in SPARSE_EXACT_METRICS and (method == "exact" or n <= SPARSE_EXACT_MAX_SAMPLES):
             return "exact"
-        if served and has_nnd and method == "auto":
+        # wide rows that fit are densified beyond that (the dense search, HNSW above 20,000
+        # points, is measured; pynndescent's sparse one is not, on such data)
+        if too_large and served and has_nnd and method == "auto":
             return "nndescent"
     if not too_large:
         return None  # densified, as dense rows are searched
