@@ -67,6 +67,7 @@ from unimap.neighbors.metrics import (
 )
 from unimap.neighbors.sparse_rows import (
     canonical_csr,
+    exact_queries,
     prepare_sparse,
     sparse_exact_query,
     sparse_search,
@@ -392,12 +393,17 @@ class NeighborIndex:
         return np.take_along_axis(idx, order, 1), np.take_along_axis(d, order, 1)
 
     def _sparse_query(self, Y: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.method_ == "nndescent":
+        """New sparse rows' neighbours: exact (sparse products) where the exact search serves
+        the metric and the training rows number at most ``SPARSE_EXACT_QUERY_MAX_SAMPLES``,
+        also when pynndescent built the graph; else pynndescent's query."""
+        if self.method_ == "nndescent" and not exact_queries(self.metric, self.n_samples_):
             self._ensure_nndescent(k)
             idx, dist = self._nnd.query(Y, k=k)
             return idx.astype(np.int32), dist.astype(np.float32)
+        rows = self._data if self.method_ == "exact" else prepare_sparse(self._nnd_data,
+                                                                          self.metric)
         with numba_threads(self.n_threads_):
-            idx, dist = sparse_exact_query(self._data, prepare_sparse(Y, self.metric), k, None)
+            idx, dist = sparse_exact_query(rows, prepare_sparse(Y, self.metric), k, None)
         return idx.astype(np.int32), _finish_distances(dist, self.metric)
 
     @property
