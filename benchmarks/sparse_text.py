@@ -5,7 +5,8 @@ at 20,000 documents, over unimap's 4 GiB densification limit): 20 topics, each c
 its own 2,000 words; a document draws 60 words, 80% from its topic and 20% from the whole
 vocabulary; entries ``log1p(count)``. Neither library densifies the rows: umap-learn indexes
 them with pynndescent's sparse cosine kernel; unimap searches them exactly by sparse products
-up to 20,000 training rows, with pynndescent beyond (the 60,000-document row). Each library
+up to 20,000 training rows, with pynndescent beyond (the 60,000-document row), and places new
+rows by exact queries up to 100,000 training rows. Each library
 runs in a fresh process: ``s`` is its fit (first call, compiling included, as a user's script
 would run it). ``acc``: 5-fold 10-NN accuracy of the topics in the embedding
 (``unimap.metrics.knn_accuracy``); ``held-out acc``: the last 10% of the documents placed by
