@@ -377,9 +377,10 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     if not (isinstance(data, np.ndarray) or sparse_rows) or data.dtype != np.float32 or (
             data.shape != (n_samples, n_features)):
         raise ValueError(f"index data must be float32 of shape ({n_samples}, {n_features})")
-    if sparse_rows:
-        data.sum_duplicates()  # pynndescent's sparse kernels walk sorted, distinct columns
-        data.sort_indices()
+    if sparse_rows:  # the searches walk sorted, distinct columns
+        from unimap.neighbors.sparse_rows import canonical_csr
+
+        data = canonical_csr(data)
     if method == "nndescent":
         index._nnd_data, index._nnd = data, None
         return index

@@ -121,19 +121,18 @@ class UMAPFamily:
         if self.__dict__.get("supervised_", False):
             raise ValueError("update of a supervised model would need the labels of every "
                              "point: refit with fit(X, y) on the grown data")
-        new = self._check_new_points(X)
-        if self._index.is_sparse:  # sparse rows stay sparse (the grown fit keeps them so)
-            new = sp.csr_matrix(new, dtype=np.float32)
-            placed = self._transform(new)
-            data = sp.vstack([self._index.indexed_rows(), new], format="csr")
-        else:
-            if sp.issparse(new):
-                new = new.toarray()
-            placed = self._transform(new)
-            from unimap.neighbors.graph import prepare_rows
+        from unimap.neighbors.graph import prepare_rows
 
-            # the metric's geometry: unit rows for cosine
-            data = np.vstack([self._index.indexed_rows(), prepare_rows(new, self._index.metric)])
+        new = self._check_new_points(X)
+        sparse = self._index.is_sparse  # sparse rows stay sparse (the grown fit keeps them so)
+        if sparse:
+            new = sp.csr_matrix(new, dtype=np.float32)
+        elif sp.issparse(new):
+            new = new.toarray()
+        placed = self._transform(new)
+        old = self._index.indexed_rows()  # dense: the metric's geometry (unit rows for cosine)
+        data = (sp.vstack([old, new], format="csr") if sparse
+                else np.vstack([old, prepare_rows(new, self._index.metric)]))
         start = np.vstack([self._reference_embedding, placed]).astype(np.float32)
         return self._fit(data, start=start, epoch_share=self._update_epoch_share())
 

@@ -400,24 +400,26 @@ class NeighborIndex:
             self._ensure_nndescent(k)
             idx, dist = self._nnd.query(Y, k=k)
             return idx.astype(np.int32), dist.astype(np.float32)
-        rows = self._data if self.method_ == "exact" else prepare_sparse(self._nnd_data,
-                                                                          self.metric)
         with numba_threads(self.n_threads_):
-            idx, dist = sparse_exact_query(rows, prepare_sparse(Y, self.metric), k, None)
+            idx, dist = sparse_exact_query(self.training_rows(), prepare_sparse(Y, self.metric),
+                                           k, None)
         return idx.astype(np.int32), _finish_distances(dist, self.metric)
 
     @property
     def is_sparse(self) -> bool:
         """Whether the index holds the sparse rows themselves (see module docstring)."""
-        return sp.issparse(getattr(self, "_nnd_data", None)) or sp.issparse(
-            getattr(self, "_data", None))
+        return self._sparse_nndescent or sp.issparse(getattr(self, "_data", None))
+
+    @property
+    def _sparse_nndescent(self) -> bool:
+        """Whether pynndescent indexes sparse rows (kept as given in ``_nnd_data``)."""
+        return sp.issparse(getattr(self, "_nnd_data", None))
 
     def indexed_rows(self) -> Any:
         """Rows a fit on the same metric gives this index again: :meth:`training_rows`, or
         pynndescent's sparse rows as given (centring them for correlation would densify
         them)."""
-        return self._nnd_data if sp.issparse(getattr(self, "_nnd_data", None)) \
-            else self.training_rows()
+        return self._nnd_data if self._sparse_nndescent else self.training_rows()
 
     def training_rows(self) -> Any:
         """The indexed rows as the metric sees them: the data for euclidean and manhattan,
@@ -425,7 +427,7 @@ class NeighborIndex:
         sparse rows (refused for correlation, whose centred rows are dense)."""
         if self.metric == "precomputed":
             raise ValueError("a precomputed index holds distances, not data rows")
-        if sp.issparse(getattr(self, "_nnd_data", None)):
+        if self._sparse_nndescent:
             return prepare_sparse(self._nnd_data, self.metric)
         if self.method_ == "nndescent":
             return _prepare(self._nnd_data, self.metric)
