@@ -143,9 +143,8 @@ def test_concurrent_fits_in_threads_neither_race_nor_change_blas():
 
 
 def test_one_blas_thread_restores_only_when_the_last_holder_leaves(monkeypatch):
-    # The counting itself, with a recording limiter: OpenBLAS 0.3.30 ignores a limit set
-    # from a new thread once the main thread has set and restored one (seen through
-    # threadpoolctl), so the real count cannot be read reliably from threads here.
+    # The counting itself, with a recording limiter (the real count across threads:
+    # test_one_blas_thread_holds_in_any_thread).
     import threadpoolctl
 
     from unimap.runtime.blas import _SharedLimit
@@ -179,6 +178,55 @@ def test_one_blas_thread_restores_only_when_the_last_holder_leaves(monkeypatch):
     assert events == ["limit"]  # the first holder left; the second still holds the limit
     shared.exit()
     assert events == ["limit", "restore"]
+
+
+def test_one_blas_thread_holds_in_any_thread():
+    # threadpoolctl >= 3.8 lets only its "controlling" thread change OpenBLAS's pool and
+    # ignores the others silently: a limit asked for in a worker thread after one in the
+    # main thread (a fit in a dask worker after a fit in the session) used to leave BLAS on
+    # all its threads, and blocked products then rounded by the thread count.
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS too)
+
+    from unimap.runtime.blas import one_blas_thread
+
+    before = _blas_threads()
+    if not before or max(before) < 2:
+        pytest.skip("BLAS runs on one thread here: nothing to limit")
+    with one_blas_thread():
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
+    seen: list[list[int]] = []
+
+    def in_worker() -> None:
+        with one_blas_thread():
+            seen.append(_blas_threads())
+        seen.append(_blas_threads())
+
+    for _ in range(2):
+        worker = threading.Thread(target=in_worker)
+        worker.start()
+        worker.join(30)
+    assert seen == [[1] * len(before), before] * 2
+    # set in one thread, restored by another (the last holder to leave)
+    from unimap.runtime.blas import _LIMIT
+
+    entered, leave = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        _LIMIT.enter()
+        entered.set()
+        leave.wait(30)
+        _LIMIT.exit()
+
+    first = threading.Thread(target=holder)
+    first.start()
+    entered.wait(30)
+    _LIMIT.enter()
+    leave.set()
+    first.join(30)
+    assert set(_blas_threads()) == {1}
+    _LIMIT.exit()
+    assert _blas_threads() == before
 
 
 BLAS_SCRIPT = """

@@ -7,6 +7,14 @@ process stays on one BLAS thread, slower, for every later fit. :func:`one_blas_t
 counts the holders instead: the first sets the limit, the last restores the count found
 before, and the ones in between change nothing.
 
+threadpoolctl 3.8 lets only one "controlling" thread change OpenBLAS's pthreads pool (the
+first that set a limit, until it clears itself), and a call from any other thread does
+nothing, silently. The holder that sets the limit and the one that restores it may be
+different threads (a fit in a dask worker after one in the main thread, two fits in two
+threads), so each takes control explicitly first and hands it back after: otherwise a limit
+asked for from a worker thread is ignored, and the products whose bits follow BLAS's thread
+count (``unimap.decomposition.blocked``) change with it.
+
 The limit is process state, so the counter that guards it is too (the one module-level
 object of the runtime, with a lock).
 """
@@ -34,7 +42,9 @@ class _SharedLimit:
             if self._holders == 0:
                 from threadpoolctl import threadpool_limits
 
+                _release_openblas_control()
                 self._limiter = threadpool_limits(1, user_api="blas")
+                _release_openblas_control()
             self._holders += 1
 
     def exit(self) -> None:
@@ -42,7 +52,19 @@ class _SharedLimit:
             self._holders -= 1
             if self._holders == 0:
                 limiter, self._limiter = self._limiter, None
+                _release_openblas_control()
                 limiter.restore_original_limits()
+                _release_openblas_control()
+
+
+def _release_openblas_control() -> None:
+    """Let the next thread that asks change OpenBLAS's thread count (threadpoolctl ≥ 3.8;
+    earlier versions let any thread change it)."""
+    from threadpoolctl import OpenBLASController
+
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
 
 
 _LIMIT = _SharedLimit()
