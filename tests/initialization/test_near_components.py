@@ -54,16 +54,32 @@ def test_the_groups_are_placed_along_the_graph_between_them():
     assert np.abs(meta).max() == pytest.approx(1.0)
 
 
-def test_spectral_init_lays_nearly_disconnected_groups_out_apart():
-    graph, truth = _groups_in_a_chain()
-    Y, info = spectral_init(graph, 2, seed=0)
-    assert info["n_graph_components"] == 1 and info["n_near_components"] == 8
-    assert np.isfinite(Y).all()
-    lo = np.vstack([Y[truth == g].min(0) for g in range(8)])
-    hi = np.vstack([Y[truth == g].max(0) for g in range(8)])
+def _overlapping_boxes(Y, truth):
+    """How many pairs of groups have overlapping bounding boxes in the layout ``Y``."""
+    n_groups = int(truth.max()) + 1
+    lo = np.vstack([Y[truth == g].min(0) for g in range(n_groups)])
+    hi = np.vstack([Y[truth == g].max(0) for g in range(n_groups)])
     overlap = ((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :])).all(2)
     np.fill_diagonal(overlap, False)
-    assert not overlap.any()
+    return int(overlap.sum()) // 2
+
+
+# Which two vectors the eigensolver returns from a nearly degenerate space follows its start
+# vector (the seed) and the CPU's rounding, so the plain start's defect shows on some seeds
+# only: 9 of seeds 0-19 mixed groups on a Zen 4 core (AVX-512 OpenBLAS), 7 of 20 with the
+# Haswell kernels forced (NUMBA_CPU_NAME=haswell OPENBLAS_CORETYPE=Haswell), seed 0 on the
+# first only. Over 20 seeds, the chance that none mixes at such a rate is below 1e-4.
+SEEDS = range(20)
+
+
+def test_spectral_init_lays_nearly_disconnected_groups_out_apart():
+    graph, truth = _groups_in_a_chain()
+    for seed in SEEDS:
+        Y, info = spectral_init(graph, 2, seed=seed)
+        assert info["n_graph_components"] == 1 and info["n_near_components"] == 8
+        assert np.isfinite(Y).all()
+        assert _overlapping_boxes(Y, truth) == 0, seed
+    Y, _ = spectral_init(graph, 2, seed=0)
     again, _ = spectral_init(graph, 2, seed=0)
     np.testing.assert_array_equal(Y, again)
 
@@ -74,13 +90,12 @@ def test_the_plain_eigenvectors_mix_such_groups(monkeypatch):
     graph, truth = _groups_in_a_chain()
     monkeypatch.setattr("unimap.initialization.spectral.nearly_disconnected",
                         lambda evals, d: False)
-    Y, info = spectral_init(graph, 2, seed=0)
-    assert "n_near_components" not in info
-    lo = np.vstack([Y[truth == g].min(0) for g in range(8)])
-    hi = np.vstack([Y[truth == g].max(0) for g in range(8)])
-    overlap = ((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :])).all(2)
-    np.fill_diagonal(overlap, False)
-    assert overlap.any()
+    mixed = []
+    for seed in SEEDS:
+        Y, info = spectral_init(graph, 2, seed=seed)
+        assert "n_near_components" not in info
+        mixed.append(_overlapping_boxes(Y, truth) > 0)
+    assert any(mixed)
 
 
 def test_a_well_connected_graph_keeps_the_plain_spectral_start():
