@@ -108,6 +108,7 @@ empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
 """
 
 
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
 def test_one_epoch_matches_the_cpu_kernel():
     # One epoch from the same start: the same row code, so the same forces up to the
     # rounding of a differently vectorised sum (fastmath reassociates): ~1 ulp, measured
@@ -129,6 +130,7 @@ for dim in (2, 3):
         assert float(diff) <= 1e-5
 
 
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
 def test_gdr_on_cuda_is_deterministic_and_as_good_as_on_cpu():
     out = run_simulated("""
 import numpy as np, unimap
@@ -154,6 +156,7 @@ for f in fits[:2]:
     assert acc_gpu >= acc_cpu - 0.02
 
 
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
 def test_umap_on_cuda_is_deterministic_and_as_good_as_on_cpu():
     out = run_simulated("""
 import numpy as np, unimap
@@ -312,6 +315,7 @@ print(est.knn_method_, est._index._cpu.method_, int(np.array_equal(new, again)),
     assert out.split()[:3] == ["cuda", "exact", "1"]
 
 
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
 def test_transform_on_cuda_places_as_the_cpu_does_in_one_launch():
     # transform's SGD on the GPU runs the CPU's row code (place_row), every epoch of a row in
     # one thread: the same placement up to rounding, bitwise the same run after run.
@@ -368,6 +372,7 @@ for b in (1.0, 0.8):
         assert moved > 1e-2 and diff <= 1e-4 * max(1.0, moved) and z_gap <= 1e-5
 
 
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
 def test_normalized_gdr_on_cuda_is_deterministic_and_as_good_as_on_cpu():
     out = run_simulated("""
 import numpy as np, unimap

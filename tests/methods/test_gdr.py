@@ -622,6 +622,7 @@ np.savez(sys.argv[1], **out)
 """
 
 
+@pytest.mark.slow  # compile-bound: CI runs it in its slow step
 def test_first_and_cached_runs_agree(tmp_path):
     # A user's first run compiles the kernels, later runs load them from numba's disk cache:
     # both must give the same bits. They did not when a sum inside a row was vectorized (LLVM

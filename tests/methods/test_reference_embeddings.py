@@ -19,8 +19,8 @@ compiles for the host, BLAS picks its kernels by CPU), so the check has two leve
   OPENBLAS_CORETYPE=Haswell``): the standard deviations were 0.0004-0.0015 and 0.003-0.012,
   the unperturbed fit of one machine lay up to 3.7 of the other's deviations from the other's
   mean, and up to 4.2 from its own (both GDR(normalized)'s agreement: the digits' integer
-  pixels tie many distances, and a perturbation breaks the ties), hence 5. One epoch of UMAP's SGD instead
-  of 100 falls far below the band (``test_the_band_refuses_a_worse_fit``).
+  pixels tie many distances, and a perturbation breaks the ties), hence 5. One epoch of
+  UMAP's SGD instead of 100 falls far below the band (``test_the_band_refuses_a_worse_fit``).
 """
 
 from __future__ import annotations

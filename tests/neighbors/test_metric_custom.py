@@ -49,6 +49,7 @@ def test_a_plain_function_takes_its_parameters_from_metric_kwds(digits):
     np.testing.assert_allclose(graph.distances, named.distances, rtol=1e-5)
 
 
+@pytest.mark.slow  # compile-bound: CI runs it in its slow step
 def test_pynndescent_serves_a_user_metric_beyond_the_exact_search(digits):
     X, y = digits
     approx = UMAP(metric=taxicab, knn_method="nndescent", n_epochs=60, random_state=0).fit(X)

@@ -218,6 +218,7 @@ def test_nndescent_takes_unimap_63_bit_seeds():
     assert np.isfinite(model.embedding_).all()
 
 
+@pytest.mark.slow  # compile-bound: CI runs it in its slow step
 def test_nndescent_runs_where_numba_has_fewer_threads_than_cores():
     # pynndescent sets numba's thread count to n_jobs: with n_jobs=-1 (all cores) and numba
     # started on one thread, the fit failed ("number of threads must be between 1 and 1").
