@@ -142,6 +142,25 @@ def test_concurrent_fits_in_threads_neither_race_nor_change_blas():
     assert _blas_threads() == before  # threadpoolctl's limits used to stick at 1
 
 
+def _enter_after_another_thread(shared) -> None:
+    """Another thread enters ``shared`` (a ``_SharedLimit``) first; this one enters too, then
+    the other leaves: the caller is left as the last holder, to exit."""
+    entered, leave = threading.Event(), threading.Event()
+
+    def first() -> None:
+        shared.enter()
+        entered.set()
+        leave.wait(30)
+        shared.exit()
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    entered.wait(30)
+    shared.enter()
+    leave.set()
+    holder.join(30)
+
+
 def test_one_blas_thread_restores_only_when_the_last_holder_leaves(monkeypatch):
     # The counting itself, with a recording limiter (the real count across threads:
     # test_one_blas_thread_holds_in_any_thread).
@@ -161,20 +180,7 @@ def test_one_blas_thread_restores_only_when_the_last_holder_leaves(monkeypatch):
 
     monkeypatch.setattr(threadpoolctl, "threadpool_limits", Recording)
     shared = _SharedLimit()
-    entered, leave_first = threading.Event(), threading.Event()
-
-    def first() -> None:
-        shared.enter()
-        entered.set()
-        leave_first.wait(30)
-        shared.exit()
-
-    holder = threading.Thread(target=first)
-    holder.start()
-    entered.wait(30)
-    shared.enter()
-    leave_first.set()
-    holder.join(30)
+    _enter_after_another_thread(shared)
     assert events == ["limit"]  # the first holder left; the second still holds the limit
     shared.exit()
     assert events == ["limit", "restore"]
@@ -210,20 +216,7 @@ def test_one_blas_thread_holds_in_any_thread():
     # set in one thread, restored by another (the last holder to leave)
     from unimap.runtime.blas import _LIMIT
 
-    entered, leave = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        _LIMIT.enter()
-        entered.set()
-        leave.wait(30)
-        _LIMIT.exit()
-
-    first = threading.Thread(target=holder)
-    first.start()
-    entered.wait(30)
-    _LIMIT.enter()
-    leave.set()
-    first.join(30)
+    _enter_after_another_thread(_LIMIT)
     assert set(_blas_threads()) == {1}
     _LIMIT.exit()
     assert _blas_threads() == before
