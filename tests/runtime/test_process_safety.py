@@ -107,10 +107,13 @@ def test_pinning_works_on_the_openmp_layer():
         assert "skipped" not in done.stdout, done.stdout[-2000:]
 
 
-def _blas_threads() -> list[int]:
+def _blas_threads(process_wide: bool = False) -> list[int]:
+    """The thread counts of the loaded BLAS pools; ``process_wide``: only those one count
+    serves for every thread (not an OpenMP-layer BLAS, which counts per thread)."""
     from threadpoolctl import threadpool_info
 
-    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"
+            and not (process_wide and pool.get("threading_layer") == "openmp")]
 
 
 def test_concurrent_fits_in_threads_neither_race_nor_change_blas():
@@ -216,19 +219,13 @@ def test_one_blas_thread_holds_in_any_thread():
     # set in one thread, restored by another (the last holder to leave)
     # (read on the pools shared by the whole process: an OpenMP-layer BLAS, as faiss may
     # load, limits each thread on its own, so another thread's limit does not show here)
-    from threadpoolctl import threadpool_info
-
     from unimap.runtime.blas import _LIMIT
 
-    def shared_pools() -> list[int]:
-        return [pool["num_threads"] for pool in threadpool_info()
-                if pool["user_api"] == "blas" and pool.get("threading_layer") != "openmp"]
-
-    shared_before = shared_pools()
+    shared_before = _blas_threads(process_wide=True)
     _enter_after_another_thread(_LIMIT)
-    assert shared_pools() == [1] * len(shared_before)
+    assert _blas_threads(process_wide=True) == [1] * len(shared_before)
     _LIMIT.exit()
-    assert shared_pools() == shared_before
+    assert _blas_threads(process_wide=True) == shared_before
 
 
 BLAS_SCRIPT = """
