@@ -14,30 +14,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from unimap._version import __version__
+from unimap.methods import registry as _registry
 
+# The methods come from their declarations (unimap.methods.registry: plain data, no numpy);
+# a method defined outside unimap is reached here once its module is imported.
 _LAZY_ATTRS = {
-    "PCA": "unimap.methods.pca",
-    "UMAP": "unimap.methods.umap",
-    "TSNE": "unimap.methods.tsne",
-    "GDR": "unimap.methods.gdr",
     "load": "unimap.io.persistence",
     "InvalidParameterError": "unimap.runtime.params",
 }
 _LAZY_MODULES = {"analysis", "datasets", "metrics", "neighbors", "affinity", "initialization",
                  "plotting", "io", "tl", "dask"}
 
-__all__ = ["PCA", "UMAP", "TSNE", "GDR", "load", "InvalidParameterError", "analysis",
+__all__ = [*(d.name for d in _registry.BUILT_IN), "load", "InvalidParameterError", "analysis",
            "datasets", "metrics", "io", "tl", "dask", "__version__"]
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover: for type checkers, which do not run the registry
     from unimap import dask, datasets, io, metrics, tl
     from unimap.io.persistence import load
-    from unimap.methods.pca import PCA
-    from unimap.methods.tsne import TSNE
-    from unimap.methods.umap import UMAP
+    from unimap.methods.gdr import GDR as GDR
+    from unimap.methods.pca import PCA as PCA
+    from unimap.methods.tsne import TSNE as TSNE
+    from unimap.methods.umap import UMAP as UMAP
 
 
 def __getattr__(name: str) -> Any:
+    cls = _registry.estimator_class(name) if name[:1].isupper() else None
+    if cls is not None:
+        return cls
     if name in _LAZY_ATTRS:
         return getattr(importlib.import_module(_LAZY_ATTRS[name]), name)
     if name in _LAZY_MODULES:
@@ -46,4 +49,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_ATTRS) | _LAZY_MODULES)
+    methods = {d.name for d in _registry.declarations()}
+    return sorted(set(globals()) | methods | set(_LAZY_ATTRS) | _LAZY_MODULES)

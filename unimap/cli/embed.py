@@ -37,52 +37,60 @@ from unimap.cli.picture import (
 from unimap.io.atomic import atomic_path
 from unimap.io.write import WRITE_FORMATS, check_output_path, write_embedding
 
-# Which options each method takes; giving another is an error, not silently ignored.
-_SUPERVISED = {"target_weight"}
-_METHOD_OPTIONS = {
-    "umap": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs", "densmap",
-             "disconnection_distance", *_SUPERVISED},
-    "gdr": {"n_neighbors", "min_dist", "metric", "metric_kwds", "n_epochs",
-            "disconnection_distance", *_SUPERVISED},
-    "tsne": {"perplexity", "metric", "metric_kwds", "n_epochs"},
-    "gdr-tsne": {"perplexity", "metric", "metric_kwds", "n_epochs", "disconnection_distance",
-                 *_SUPERVISED},
-    "pca": set(),
-}
-_OPTIONAL = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds", "n_epochs",
-             "target_weight", "densmap", "disconnection_distance")
+# The method options of the command line (flags of `embed`, `compare` passes some): each
+# variant of unimap.methods.registry names those it takes; giving another is an error, not
+# silently ignored.
+METHOD_OPTIONS = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwds",
+                  "n_epochs", "target_weight", "densmap", "disconnection_distance")
+# The run's settings, passed to every estimator that has the parameter.
+_RUN_SETTINGS = ("n_components", "random_state", "n_jobs", "verbose", "max_memory", "device")
 
 
-def _make_estimator(args):
-    import unimap
+def method_names() -> list[str]:
+    """What ``--method`` takes: every declared variant
+    (:func:`unimap.methods.registry.variants`)."""
+    from unimap.methods import registry
 
-    # getattr's default: `compare` builds its estimators here too, without every option
-    given = {name for name in _OPTIONAL if getattr(args, name, None) is not None}
-    stray = sorted(given - _METHOD_OPTIONS[args.method])
+    return list(registry.variants())
+
+
+def chosen_variant(method: str):
+    """``(declaration, variant)`` of ``--method``; a UsageError names the choices."""
+    from unimap.methods import registry
+
+    try:
+        return registry.variant(method)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def make_estimator(args):
+    """The estimator of ``--method`` with the options given (``compare`` builds its
+    estimators here too, without every option: hence ``getattr``'s defaults)."""
+    from unimap.methods import registry
+
+    declared, chosen = chosen_variant(args.method)
+    given = {name for name in METHOD_OPTIONS if getattr(args, name, None) is not None}
+    stray = sorted(given - set(chosen.options))
     if stray:
         flags = ", ".join("--" + name.replace("_", "-") for name in stray)
         raise UsageError(f"{flags} does not apply to --method {args.method}")
     options = {name: getattr(args, name) for name in given}
     if "metric_kwds" in options:
         options["metric_kwds"] = _metric_kwds(options["metric_kwds"])
-    common = {"n_components": args.n_components, "random_state": args.random_state}
-    if args.method == "pca":
-        return unimap.PCA(**common, device=getattr(args, "device", "auto"))
+    options = {chosen.renamed.get(name, name): value for name, value in options.items()}
     # progress bars and phase lines on a terminal, or anywhere with -v (never with -q/--json)
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
     max_memory = getattr(args, "max_memory", "available")
-    common.update(n_jobs=args.n_jobs, verbose=args.verbose or (sys.stderr.isatty() and not quiet),
-                  max_memory=None if max_memory.lower() == "none" else max_memory,
-                  device=getattr(args, "device", "auto"))
-    if args.method == "tsne" and "n_epochs" in options:
-        options["max_iter"] = options.pop("n_epochs")
-    if args.method == "tsne" and "metric_kwds" in options:
-        options["metric_params"] = options.pop("metric_kwds")  # scikit-learn's name
-    if args.method == "umap":
-        return unimap.UMAP(**common, **options)
-    if args.method == "tsne":
-        return unimap.TSNE(**common, **options)
-    return unimap.GDR(normalized=args.method == "gdr-tsne", **common, **options)
+    settings = {"n_components": args.n_components, "random_state": args.random_state,
+                "n_jobs": getattr(args, "n_jobs", -1),
+                "verbose": getattr(args, "verbose", False) or (sys.stderr.isatty() and not quiet),
+                "max_memory": None if max_memory.lower() == "none" else max_memory,
+                "device": getattr(args, "device", "auto")}
+    cls = registry.estimator_class(declared.name)
+    accepted = set(cls().get_params(deep=False))
+    settings = {name: value for name, value in settings.items() if name in accepted}
+    return cls(**chosen.fixed, **settings, **options)
 
 
 def _metric_kwds(text: str) -> dict:
@@ -103,8 +111,12 @@ def _check_supervision(args, labels) -> None:
         if getattr(args, "target_weight", None) is not None:
             raise UsageError("--target-weight needs --supervised")
         return
-    if args.method in ("tsne", "pca"):
-        raise UsageError(f"--supervised applies to umap, gdr and gdr-tsne, not --method "
+    if not chosen_variant(args.method)[1].supervised:
+        from unimap.methods import registry
+
+        takes = [key for key, (_, v) in registry.variants().items() if v.supervised]
+        listed = ", ".join(takes[:-1]) + f" and {takes[-1]}" if len(takes) > 1 else takes[0]
+        raise UsageError(f"--supervised applies to {listed}, not --method "
                          f"{args.method}")
     if labels is None:
         raise UsageError("--supervised needs labels: --labels FILE or --label-column NAME")
@@ -170,6 +182,7 @@ def _check_outputs(args, picture: Path | None, out_emb: Path | None) -> None:
 
 
 def _embed(args) -> int:
+    chosen_variant(args.method)  # an unknown method is refused before any file is touched
     if args.write_back and Path(args.input).suffix.lower() != ".h5ad":
         raise UsageError(f"--write-back needs an .h5ad input, got {args.input!r}")
     key = args.method.replace("-", "_")
@@ -182,7 +195,7 @@ def _embed(args) -> int:
     _check_supervision(args, labels)
     compile_notice(args.quiet or args.json)
     start = time.perf_counter()
-    estimator = _make_estimator(args)
+    estimator = make_estimator(args)
     embedding = estimator.fit_transform(X, labels if args.supervised else None)
     elapsed = time.perf_counter() - start
     from unimap.io.anndata_input import fit_record
@@ -192,8 +205,9 @@ def _embed(args) -> int:
         {"use_rep": args.use_rep} if args.use_rep else {}))
     # an .h5ad gets scanpy's uns[<key>] (as unimap.tl writes it, so sc.pl.umap reads it)
     # and unimap's record in uns["unimap"][<key>]
-    scanpy = (None if args.method == "pca"
-              else {"params": scanpy_params(args.method, estimator, args.use_rep)})
+    record_of = chosen_variant(args.method)[1].scanpy_record
+    scanpy = (None if record_of is None
+              else {"params": scanpy_params(record_of, estimator, args.use_rep)})
     files = []
     with contextlib.ExitStack() as stack:
         # The model is renamed into place only once the embedding is written.

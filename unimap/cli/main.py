@@ -26,7 +26,7 @@ import argparse
 import sys
 
 from unimap.cli.common import UsageError
-from unimap.cli.embed import _METHOD_OPTIONS, _embed
+from unimap.cli.embed import METHOD_OPTIONS, _embed, method_names
 from unimap.cli.evaluate import _evaluate
 from unimap.cli.info import _info, _precompile
 from unimap.cli.picture import LEGEND_LOCATIONS, DrawingError
@@ -74,7 +74,22 @@ Every output is checked before the fit (a static picture needs matplotlib: pip i
 before the picture, so a failed picture loses neither."""
 
 
+def _for(option: str, variants: dict, *, defaults: bool = True) -> str:
+    """The methods that take ``option``, each with the default its declaration states."""
+    return ", ".join(key + (f" (default {v.options[option]})"
+                            if defaults and v.options[option] else "")
+                     for key, (_, v) in variants.items() if option in v.options)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from unimap.methods import registry
+
+    variants = registry.variants()  # the declared methods: built in, or loaded from elsewhere
+    for key, (_, variant) in variants.items():
+        unknown = set(variant.options) - set(METHOD_OPTIONS)
+        if unknown:
+            raise RuntimeError(f"method {key!r} declares options the command line does not "
+                               f"have: {sorted(unknown)} (it has {list(METHOD_OPTIONS)})")
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(prog="unimap", description=_DESCRIPTION, epilog=_EPILOG,
                                      formatter_class=raw)
@@ -103,35 +118,37 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write the embedding into the input .h5ad: obsm['X_<method>'] and "
                        "the parameters in uns['<method>'] (the file is rewritten atomically)")
     embed.add_argument("--use-rep", help=_USE_REP_HELP)
-    embed.add_argument("--method", choices=tuple(_METHOD_OPTIONS), default="umap",
-                       help="umap (default), tsne, gdr (UMAP-like), gdr-tsne (GDR's t-SNE-like "
-                       "normalized mode) or pca")
+    embed.add_argument("--method", choices=method_names(), default="umap",
+                       help="; ".join(f"{v.key}: {v.summary}" for _, v in variants.values()))
     embed.add_argument("--label-column", help=_LABEL_HELP)
     embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
-    embed.add_argument("--n-neighbors", type=int, help="umap, gdr (default 15)")
+    embed.add_argument("--n-neighbors", type=int, help=_for("n_neighbors", variants))
     embed.add_argument("--n-components", type=int, default=2,
                        help="dimensions of the embedding (default 2; a picture of more needs "
                        "--dims)")
-    embed.add_argument("--min-dist", type=float, help="umap, gdr (default 0.1)")
-    embed.add_argument("--perplexity", type=float, help="tsne (default 30), gdr-tsne (default 10)")
-    embed.add_argument("--metric", help="all but pca (default euclidean; also chebyshev, "
+    embed.add_argument("--min-dist", type=float, help=_for("min_dist", variants))
+    embed.add_argument("--perplexity", type=float, help=_for("perplexity", variants))
+    embed.add_argument("--metric", help=_for("metric", variants) + "; also chebyshev, "
                        "minkowski, canberra, braycurtis, hamming, jaccard, dice, hellinger, "
-                       "haversine, sqeuclidean, l1, l2)")
+                       "haversine, sqeuclidean, l1, l2")
     embed.add_argument("--metric-kwds", help="the metric's parameters as JSON, e.g. "
-                       "'{\"p\": 3}' for minkowski")
+                       "'{\"p\": 3}' for minkowski (" + _for("metric_kwds", variants) + ")")
     embed.add_argument("--disconnection-distance", type=float,
-                       help="umap, gdr, gdr-tsne: cut the neighbour edges at least this long "
+                       help=_for("disconnection_distance", variants, defaults=False)
+                       + ": cut the neighbour edges at least this long "
                        "(default: 2 for cosine and correlation, 1 for hellinger, jaccard and "
                        "dice, else none)")
     embed.add_argument("--supervised", action="store_true",
-                       help="umap, gdr, gdr-tsne: fit with the labels (--labels or "
+                       help=", ".join(k for k, (_, v) in variants.items() if v.supervised)
+                       + ": fit with the labels (--labels or "
                        "--label-column) as y; -1 or empty entries are unlabelled")
     embed.add_argument("--densmap", action="store_true", default=None,
-                       help="umap: densMAP, which keeps the data's local densities")
+                       help=_for("densmap", variants, defaults=False)
+                       + ": densMAP, which keeps the data's local densities")
     embed.add_argument("--target-weight", type=float,
                        help="with --supervised: how much the labels count, 0 to 1 (0.5)")
-    embed.add_argument("--n-epochs", type=int, help="epochs (umap, gdr, gdr-tsne) or "
-                       "iterations (tsne); default: the method's")
+    embed.add_argument("--n-epochs", type=int, help="epochs or iterations of "
+                       + _for("n_epochs", variants, defaults=False) + "; default: the method's")
     embed.add_argument("--random-state", type=int, default=0, help=_SEED_HELP)
     embed.add_argument("--n-jobs", type=int, default=-1, help=_JOBS_HELP)
     embed.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -216,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "a built-in dataset")
     compare.add_argument("--use-rep", help=_USE_REP_HELP)
     compare.add_argument("--methods", default="umap,tsne,gdr",
-                         help=f"comma-separated, of {', '.join(_METHOD_OPTIONS)} "
+                         help=f"comma-separated, of {', '.join(variants)} "
                          "(default umap,tsne,gdr)")
     compare.add_argument("-o", "--output", default="compare.png",
                          help="the figure (.png/.svg/.pdf)")

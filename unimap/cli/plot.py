@@ -20,7 +20,7 @@ from unimap.cli.common import (
     _read_embedding,
     _refuse_overwriting_inputs,
 )
-from unimap.cli.embed import _METHOD_OPTIONS, _make_estimator
+from unimap.cli.embed import METHOD_OPTIONS, chosen_variant, make_estimator, method_names
 from unimap.cli.picture import (
     check_can_draw,
     check_dims,
@@ -35,9 +35,17 @@ from unimap.io.read import column_names, read_columns, read_labels
 
 # ---- unimap plot ----
 
-# obsm keys of 2-D layouts (scanpy's and unimap's names, after "X_"): the default of --basis
-_LAYOUT_PREFIXES = ("umap", "tsne", "gdr", "draw_graph", "densmap", "phate", "mde", "trimap",
-                    "pacmap", "spring")
+# obsm keys of 2-D layouts by other tools (after "X_"); with the keys of unimap's neighbour
+# embeddings, the layouts --basis chooses from by default
+_OTHER_LAYOUTS = ("draw_graph", "densmap", "phate", "mde", "trimap", "pacmap", "spring")
+
+
+def _layout_prefixes() -> tuple[str, ...]:
+    from unimap.methods import registry
+
+    ours = (key.replace("-", "_") for key, (declared, _) in registry.variants().items()
+            if declared.neighbor_index)
+    return (*ours, *_OTHER_LAYOUTS)
 
 
 def _split_names(text: str | None) -> list[str]:
@@ -71,7 +79,7 @@ def _stored_embedding(path: str, basis: str | None) -> tuple[np.ndarray, str]:
         else:
             layouts = [key for key, shape in shapes.items() if len(shape) == 2
                        and shape[1] >= 2 and key.lower().removeprefix("x_").startswith(
-                           _LAYOUT_PREFIXES)]
+                           _layout_prefixes())]
             if len(layouts) != 1:
                 found = "no embedding" if not layouts else "several embeddings"
                 raise UsageError(f"{path} has {found} to draw by default; choose one with "
@@ -157,9 +165,10 @@ def _compare(args) -> int:
     if out.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise UsageError(f"--output must end in .png, .svg or .pdf, got {out.name!r}")
     methods = _split_names(args.methods)
-    unknown = [m for m in methods if m not in _METHOD_OPTIONS]
+    known = method_names()
+    unknown = [m for m in methods if m not in known]
     if unknown or not methods:
-        raise UsageError(f"--methods takes a comma-separated list of {', '.join(_METHOD_OPTIONS)}"
+        raise UsageError(f"--methods takes a comma-separated list of {', '.join(known)}"
                          f"; got {args.methods!r}")
     if len(set(methods)) != len(methods):
         raise UsageError(f"--methods lists a method twice: {args.methods!r}")
@@ -171,12 +180,11 @@ def _compare(args) -> int:
     sample = min(args.sample_size, X.shape[0])
     embeddings, rows = {}, []
     for method in methods:
-        options = Namespace(method=method, n_components=2, random_state=seed,
-                            n_jobs=args.n_jobs, verbose=False, quiet=True, n_neighbors=None,
-                            min_dist=None, perplexity=None, metric=None, metric_kwds=None,
-                            target_weight=None, densmap=None,
-                            n_epochs=None if method == "pca" else args.n_epochs)
-        estimator = _make_estimator(options)
+        options = Namespace(**dict.fromkeys(METHOD_OPTIONS), method=method, n_components=2,
+                            random_state=seed, n_jobs=args.n_jobs, verbose=False, quiet=True)
+        if "n_epochs" in chosen_variant(method)[1].options:
+            options.n_epochs = args.n_epochs
+        estimator = make_estimator(options)
         start = time.perf_counter()
         embedding = estimator.fit_transform(X)
         seconds = time.perf_counter() - start

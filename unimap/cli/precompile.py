@@ -48,13 +48,10 @@ def _blobs(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
-    from unimap import GDR, TSNE, UMAP, metrics
-
-    def fit_transform(est):
-        def run(X, _labels):
-            est.fit(X)
-            return est.transform(X[:40] + 0.01)
-        return run
+    """The calls to run: each declared method's fits (:mod:`unimap.methods.registry`, its
+    ``precompile``), then the kernels no fit of 600 points reaches, then the CUDA fits."""
+    from unimap import metrics
+    from unimap.methods import registry
 
     def quality(X, labels):
         Y = X[:, :2]
@@ -62,33 +59,30 @@ def _tasks() -> list[tuple[str, Callable[[np.ndarray, np.ndarray], object]]]:
         metrics.knn_accuracy(Y, labels, n_neighbors=10)
         metrics.knn_recall(X, Y, n_neighbors=10)
 
-    def disconnected(est):
-        def run(X, _labels):  # 8 groups far apart: the meta layout of many components
-            est.fit(X + 1000.0 * (np.arange(X.shape[0]) % 8)[:, None].astype(np.float32))
-        return run
-
-    # device="cpu": where the gpu extra and a GPU are present, "auto" would send the fits to
-    # the GPU and leave the CPU kernels uncompiled; the GPU's get their own tasks below.
-    common = {"random_state": 0, "max_memory": None, "device": "cpu"}
-    short_tsne = {"max_iter": 60, "early_exaggeration_iter": 30, **common}
-    return [
-        ("UMAP", fit_transform(UMAP(n_epochs=20, **common))),
-        ("UMAP, hnsw", fit_transform(UMAP(n_epochs=20, knn_method="hnsw", **common))),
-        ("TSNE fft", fit_transform(TSNE(method="fft", **short_tsne))),
-        ("TSNE barnes_hut", fit_transform(TSNE(method="barnes_hut", **short_tsne))),
-        ("TSNE exact", fit_transform(TSNE(method="exact", **short_tsne))),
-        ("TSNE, hnsw", fit_transform(TSNE(knn_method="hnsw", **short_tsne))),
-        ("GDR", fit_transform(GDR(n_epochs=20, **common))),
-        ("GDR, hnsw", fit_transform(GDR(n_epochs=20, knn_method="hnsw", **common))),
-        ("GDR normalized", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
-        ("GDR, components", disconnected(GDR(n_epochs=20, **common))),
-        ("UMAP densMAP", fit_transform(UMAP(n_epochs=20, densmap=True, output_dens=True,
-                                            **common))),
+    # The fits say device="cpu": where the gpu extra and a GPU are present, "auto" would send
+    # them to the GPU and leave the CPU kernels uncompiled; the GPU's get their own tasks.
+    fits = [(declared, fit) for declared in registry.declarations()
+            for fit in declared.precompile]
+    return [(fit.label, _fit_task(declared, fit)) for declared, fit in fits] + [
         ("metrics", quality),
         ("kNN cells", _knn_cells),
         ("UMAP, pooled negatives", _umap_pooled),
         ("thread affinity", _thread_affinity),
-    ] + _gpu_tasks(fit_transform)
+    ] + _gpu_tasks()
+
+
+def _fit_task(declared, fit) -> Callable[[np.ndarray, np.ndarray], object]:
+    """Fit the declared configuration and place 40 new points; ``components``: fit 8 groups
+    far apart instead (the meta layout of a disconnected graph)."""
+    from unimap.methods import registry
+
+    def run(X, _labels):
+        est = registry.estimator_class(declared.name)(**fit.params)
+        if fit.components:
+            return est.fit(X + 1000.0 * (np.arange(X.shape[0]) % 8)[:, None].astype(np.float32))
+        est.fit(X)
+        return est.transform(X[:40] + 0.01)
+    return run
 
 
 def _knn_cells(X: np.ndarray, _labels: np.ndarray) -> None:
@@ -130,23 +124,17 @@ def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:
         _set_numba_affinity([os.sched_getaffinity(0)] * numba.get_num_threads())
 
 
-def _gpu_tasks(fit_transform) -> list:
-    """The fits that compile the CUDA kernels into numba-cuda's cache, where a GPU is usable
-    (never in the simulator, whose kernels are not compiled)."""
-    from unimap import GDR, PCA, TSNE, UMAP
+def _gpu_tasks() -> list:
+    """The declared fits that compile the CUDA kernels into numba-cuda's cache (each
+    method's ``gpu_precompile``), where a GPU is usable (never in the simulator, whose kernels
+    are not compiled)."""
+    from unimap.methods import registry
     from unimap.runtime.device import cuda_status, simulated
 
     if simulated() or importlib.util.find_spec("numba_cuda") is None or not cuda_status()[0]:
         return []
-    common = {"random_state": 0, "max_memory": None, "device": "cuda"}
-    return [
-        ("UMAP cuda", fit_transform(UMAP(n_epochs=20, **common))),
-        ("GDR cuda", fit_transform(GDR(n_epochs=20, **common))),
-        ("GDR normalized cuda", fit_transform(GDR(normalized=True, n_epochs=40, **common))),
-        # its kNN graph, perplexity calibration and symmetrisation (its optimizer: the CPU's)
-        ("TSNE cuda", fit_transform(TSNE(max_iter=60, early_exaggeration_iter=30, **common))),
-        ("PCA cuda", fit_transform(PCA(device="cuda"))),
-    ]
+    return [(fit.label, _fit_task(declared, fit)) for declared in registry.declarations()
+            for fit in declared.gpu_precompile]
 
 
 def precompile(*, verbose: bool = False) -> dict[str, float]:

@@ -22,7 +22,10 @@ def _transform(args) -> int:
     X, _, _ = _load_input(args)
     start = time.perf_counter()
     embedding = model.transform(X)
-    write_embedding(out, embedding, name=type(model).__name__.lower())
+    from unimap.methods.registry import variant_of
+
+    # named as `embed` names it: GDR(normalized=True)'s is gdr_tsne
+    write_embedding(out, embedding, name=variant_of(model).key.replace("-", "_"))
     print(f"placed {X.shape[0]} points with {type(model).__name__} in "
           f"{time.perf_counter() - start:.2f}s; wrote {out}")
     return 0

@@ -122,7 +122,7 @@ def fit_record(estimator: Any, method: str, **extra: Any) -> dict[str, Any]:
     record = {"method": method, "estimator": type(estimator).__name__,
               "params": json_safe({**given, **extra}), "resolved": json_safe(resolved),
               "timings": json_safe(getattr(estimator, "timings_", {}))}
-    if type(estimator).__name__ == "PCA":  # as scanpy.pp.pca
+    if hasattr(estimator, "explained_variance_ratio_"):  # a PCA: as scanpy.pp.pca
         record["variance"] = estimator.explained_variance_
         record["variance_ratio"] = estimator.explained_variance_ratio_
     return record

@@ -234,8 +234,8 @@ def check_embedding(est: Any) -> int:
     for attr in ("a_", "b_"):
         value = vars(est).get(attr, 1.0)
         _require(isinstance(value, float) and 0 < value < np.inf, f"{attr}={value!r}")
-    _require(type(est).__name__ != "TSNE" or est.method_ in ("exact", "barnes_hut", "fft"),
-             f"unknown method_ {vars(est).get('method_')!r}")
+    for attr, choices in type(est).declaration.fitted_choices.items():
+        _require(vars(est).get(attr) in choices, f"unknown {attr} {vars(est).get(attr)!r}")
     for attr, shape in [("knn_indices_", (n, k)), ("knn_dists_", (n, k)), ("sigmas_", (n,)),
                         ("rhos_", (n,))]:
         if attr in vars(est):

@@ -83,17 +83,6 @@ _MAX_HEADER_BYTES = 64 << 20
 _COMPRESSION, _LEVEL = zipfile.ZIP_DEFLATED, 1  # measured: see the module docstring
 _ZIP64_AT = 1 << 30  # members this large are written with zip64 sizes
 
-# The classes a file may name: looked up here, never imported by a name from the file.
-_CLASSES = {"PCA": "unimap.methods.pca", "UMAP": "unimap.methods.umap",
-            "TSNE": "unimap.methods.tsne", "GDR": "unimap.methods.gdr"}
-# The fitted attributes that transform reads (the neighbour embeddings also need _index).
-_TRANSFORM_NEEDS = {
-    "PCA": ("components_", "mean_", "explained_variance_", "explained_variance_ratio_",
-            "singular_values_", "svd_solver_", "n_components_", "n_features_in_"),
-    "UMAP": ("embedding_", "n_features_in_", "n_neighbors_", "a_", "b_", "_streams"),
-    "TSNE": ("embedding_", "n_features_in_", "n_neighbors_", "method_"),
-    "GDR": ("embedding_", "n_features_in_", "n_neighbors_", "a_", "b_", "_streams"),
-}
 _PRIVATE = ("_seed", "_streams", "_sklearn_output_config")
 _GRAPH = ("graph_", "knn_indices_", "knn_dists_")
 _FITTED_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*_$")
@@ -107,7 +96,7 @@ def save(estimator: Any, path: str | os.PathLike, *, include_training_data: bool
 
     Parameters
     ----------
-    estimator : PCA, UMAP, TSNE or GDR, fitted
+    estimator : a fitted unimap estimator (PCA, UMAP, TSNE, GDR or another declared method)
     path : str or path-like
         The file to write (conventionally ``*.unimap``); replaced atomically.
     include_training_data : bool, default=True
@@ -128,9 +117,11 @@ def save(estimator: Any, path: str | os.PathLike, *, include_training_data: bool
     TypeError
         If it is not one of unimap's estimators, or holds a value that cannot be stored.
     """
-    name = type(estimator).__name__
-    if name not in _CLASSES or type(estimator) is not _estimator_class(name):
-        raise TypeError(f"save stores unimap's estimators {sorted(_CLASSES)}, got "
+    methods = _registry()
+    declared = getattr(type(estimator), "declaration", None)
+    if (not isinstance(declared, methods.MethodDeclaration)
+            or methods.estimator_class(declared.name) is not type(estimator)):
+        raise TypeError(f"save stores unimap's estimators {_method_names()}, got "
                         f"{type(estimator).__qualname__}")
     estimator._check_fitted()
     header, arrays = _export(estimator, include_training_data, include_graph)
@@ -159,7 +150,7 @@ def load(path: str | os.PathLike) -> Any:
 
     Returns
     -------
-    estimator : PCA, UMAP, TSNE or GDR, fitted
+    estimator : a fitted unimap estimator (PCA, UMAP, TSNE, GDR or another declared method)
 
     Raises
     ------
@@ -271,10 +262,13 @@ def _read_header(archive: zipfile.ZipFile) -> tuple[dict, type]:
             f"{header.get('unimap_version')}), newer than format version {FORMAT_VERSION} that "
             f"this unimap {_unimap_version()} reads: upgrade unimap to load it")
     name = header.get("class")
-    if not isinstance(name, str) or name not in _CLASSES:
+    # the class is looked up among the declared methods, never imported by a name from the file
+    cls = _registry().estimator_class(name) if isinstance(name, str) else None
+    if cls is None:
         raise ValueError(f"unknown estimator class {name!r}; a unimap model file holds one of "
-                         f"{sorted(_CLASSES)}")
-    return header, _estimator_class(name)
+                         f"{_method_names()} (a method defined outside unimap: import its "
+                         "module first)")
+    return header, cls
 
 
 def _check_manifest(header: dict, archive: zipfile.ZipFile) -> list[dict]:
@@ -341,12 +335,12 @@ def _read_array(archive: zipfile.ZipFile, entry: dict) -> np.ndarray:
 
 
 def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
-    name = cls.__name__
+    name, declared = cls.__name__, cls.declaration
     params, attributes = header.get("params"), header.get("attributes")
     if not isinstance(params, dict) or not isinstance(attributes, dict):
         raise ValueError("the header's params and attributes must be JSON objects")
     valid = set(cls._get_param_names())
-    for old, new in _RENAMED_PARAMS.get(name, {}).items():
+    for old, new in declared.renamed_params.items():
         if old in params and new not in params:  # written before the rename
             params[new] = params.pop(old)
     if set(params) - valid:
@@ -361,13 +355,13 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
                 _FITTED_NAME.match(attr) and not hasattr(cls, attr))):
             raise ValueError(f"{attr!r} is not a fitted attribute of {name}")
         est.__dict__[attr] = decode(value, f"attributes.{attr}", arrays)
-    missing = [a for a in _TRANSFORM_NEEDS[name] if a not in vars(est)]
+    missing = [a for a in declared.transform_needs if a not in vars(est)]
     if missing:
         raise ValueError(f"missing fitted attribute(s) {missing}")
-    if name == "PCA":
+    if not declared.neighbor_index:
         check_pca(est)
         if header.get("index") is not None:
-            raise ValueError("a PCA has no neighbour index")
+            raise ValueError(f"a {name} has no neighbour index")
         return est
     n = check_embedding(est)
     if header.get("index") is None and vars(est).get("knn_method_") != "precomputed":
@@ -376,11 +370,6 @@ def _restore(cls: type, header: dict, arrays: dict[str, np.ndarray]) -> Any:
     est._index = restore_index(header.get("index"), arrays, n, est.n_features_in_, est.metric,
                                est._metric_kwds)
     return est
-
-
-# Parameters renamed since format version 1 was written: a file that has the old name
-# restores it under the new one (TSNE took scikit-learn's names for them).
-_RENAMED_PARAMS = {"TSNE": {"n_iter": "max_iter", "theta": "angle"}}
 
 
 def _referenced_arrays(value: Any) -> set[str]:
@@ -399,8 +388,15 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{HEADER} holds the non-standard JSON constant {name}")
 
 
-def _estimator_class(name: str) -> type:
-    return getattr(importlib.import_module(_CLASSES[name]), name)
+def _registry() -> Any:
+    """The method registry (:mod:`unimap.methods.registry`): each method's declaration says
+    what its model files hold. Reached by ``importlib``, as the estimators are, since io sits
+    below them."""
+    return importlib.import_module("unimap.methods.registry")
+
+
+def _method_names() -> list[str]:
+    return sorted(d.name for d in _registry().declarations())
 
 
 def _unimap_version() -> str:

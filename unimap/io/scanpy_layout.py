@@ -169,10 +169,13 @@ def knn_from_neighbors(adata: Any, neighbors_key: str = "neighbors"
     return indices, distances
 
 
-def scanpy_params(method: str, estimator: Any, use_rep: str | None) -> dict[str, Any]:
-    """``uns[key]["params"]`` as scanpy writes it: ``tl.umap``'s for the UMAP-like methods,
-    ``tl.tsne``'s for the t-SNE-like ones."""
-    if method in ("umap", "gdr"):
+def scanpy_params(record: str, estimator: Any, use_rep: str | None) -> dict[str, Any]:
+    """``uns[key]["params"]`` as scanpy writes it: ``tl.umap``'s for ``record="umap"`` (the
+    UMAP-like methods), ``tl.tsne``'s for ``"tsne"`` (the t-SNE-like ones): the variant's
+    ``scanpy_record`` (:class:`unimap.methods.registry.Variant`)."""
+    if record not in ("umap", "tsne"):
+        raise ValueError(f"scanpy records 'umap' or 'tsne' parameters, not {record!r}")
+    if record == "umap":
         params: dict[str, Any] = {"a": float(estimator.a_), "b": float(estimator.b_)}
         seed = estimator.random_state
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed != 0:

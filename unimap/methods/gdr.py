@@ -31,6 +31,7 @@ from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import GDRPlan
+from unimap.methods.registry import built_in
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.methods.umap_defaults import check_kernel_params
 from unimap.runtime.params import (
@@ -230,6 +231,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
     [True, True]
     """
 
+    declaration = built_in("GDR")
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
         "metric_kwds": Optional(Dict()),

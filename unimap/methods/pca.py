@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from unimap.decomposition.pca import SOLVERS, fit_pca, project
 from unimap.methods._estimator import UnimapEstimator
+from unimap.methods.registry import built_in
 from unimap.runtime.device import DEVICES
 from unimap.runtime.params import Boolean, Integer, Options, Seed
 from unimap.runtime.random_streams import seed_from_random_state
@@ -97,6 +98,7 @@ class PCA(UnimapEstimator):
     (1797, 64)
     """
 
+    declaration = built_in("PCA")
     _parameter_constraints = {
         "n_components": Integer(1),
         "svd_solver": Options(*SOLVERS),

@@ -18,6 +18,7 @@ from unimap import placement
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import TSNEPlan
+from unimap.methods.registry import built_in
 from unimap.runtime.guards import TSNE_CAUSES
 from unimap.runtime.params import (
     MAX_ITERATIONS,
@@ -193,6 +194,7 @@ default="pca"
     _scale = "std"
     _METRIC_KWDS = "metric_params"  # scikit-learn's name
     _STEP_UNIT = "iteration"
+    declaration = built_in("TSNE")
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
         "metric_params": Optional(Dict()),

@@ -16,6 +16,7 @@ from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
 from unimap.methods.plan import UMAPPlan
+from unimap.methods.registry import built_in
 from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.methods.umap_defaults import (
     DENSMAP_EXTRA_EPOCHS,
@@ -219,6 +220,7 @@ default="spectral"
     True
     """
 
+    declaration = built_in("UMAP")
     _parameter_constraints = {
         **PIPELINE_CONSTRAINTS,
         "metric_kwds": Optional(Dict()),

@@ -43,19 +43,10 @@ from unimap.io.scanpy_layout import (
     unimap_records,
     write_pca,
 )
+from unimap.methods import registry
 from unimap.tl._representation import choose_representation
 
 __all__ = ["embed", "umap", "tsne", "gdr", "knn_from_neighbors"]
-
-# method -> (estimator class name, fixed parameters, the parameter that sets the kNN size)
-_METHODS = {
-    "umap": ("UMAP", {}, "n_neighbors"),
-    "gdr": ("GDR", {}, "n_neighbors"),
-    "tsne": ("TSNE", {}, "perplexity"),
-    "gdr-tsne": ("GDR", {"normalized": True}, "perplexity"),
-    "pca": ("PCA", {}, None),
-}
-
 
 def embed(
     adata: Any,
@@ -75,9 +66,9 @@ def embed(
     Parameters
     ----------
     adata : anndata.AnnData
-    method : {"umap", "tsne", "gdr", "gdr-tsne", "pca"}, default="umap"
+    method : {"umap", "tsne", "gdr", "gdr-tsne", "pca"} or another declared method, default="umap"
         ``unimap.UMAP``, ``unimap.TSNE``, ``unimap.GDR``, ``unimap.GDR(normalized=True)`` or
-        ``unimap.PCA``.
+        ``unimap.PCA``: the variants of :mod:`unimap.methods.registry`.
     use_rep : str or None, default=None
         ``"X"`` or a key of ``adata.obsm``. None: the representation the reused neighbours
         were computed on (their ``params["use_rep"]`` and ``n_pcs``), else scanpy's rule:
@@ -156,24 +147,25 @@ def embed(
     (True, False)
     """
     _check_anndata(adata)
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {list(_METHODS)}, got {method!r}")
+    table = registry.variants()
+    if method not in table:
+        raise ValueError(f"method must be one of {list(table)}, got {method!r}")
+    declared, chosen = table[method]
+    for name, value in chosen.fixed.items():
+        if name in params and params[name] != value:
+            raise ValueError(f"method={method!r} fixes {name}={value!r}; got {name}="
+                             f"{params[name]!r} (choose the method: {list(table)})")
     if "precomputed_knn" in params:
         raise TypeError("pass neighbours as neighbors_key / use_neighbors, not precomputed_knn")
-    class_name, fixed, size_param = _METHODS[method]
+    size_param = chosen.size_param
     given_rep = use_rep  # scanpy's tl.tsne records use_rep as given
     neighbors_key = neighbours_to_reuse(adata, method, size_param, neighbors_key,
                                         use_neighbors)
     if copy:
         adata = adata.copy()
 
-    from unimap.methods.gdr import GDR
-    from unimap.methods.pca import PCA
-    from unimap.methods.tsne import TSNE
-    from unimap.methods.umap import UMAP
-
-    classes = {"GDR": GDR, "PCA": PCA, "TSNE": TSNE, "UMAP": UMAP}
-    estimator = classes[class_name](**fixed, random_state=random_state, **params)
+    estimator = registry.estimator_class(declared.name)(
+        **{**chosen.fixed, **params}, random_state=random_state)
     record: dict[str, Any] = {}
     if neighbors_key is not None:
         indices, distances = knn_from_neighbors(adata, neighbors_key)
@@ -187,7 +179,7 @@ def embed(
         record.update(neighbors_key=neighbors_key, neighbors_n_neighbors=indices.shape[1])
         if size != params.get(size_param, size):
             record[f"requested_{size_param}"] = params[size_param]
-    if method == "pca" and use_rep is None:
+    if size_param is None and use_rep is None:  # no neighbours: a decomposition of X
         use_rep = "X"
     X, use_rep, n_pcs, pca_writes = choose_representation(adata, use_rep, n_pcs)
     record["use_rep"] = use_rep
@@ -200,11 +192,13 @@ def embed(
         write(adata)
     name = method.replace("-", "_")
     key = key_added or name
-    if method == "pca":
+    if not declared.neighbor_index:  # PCA: as scanpy.pp.pca
         write_pca(adata, estimator, embedding, key_added, use_rep == "X")
     else:
         adata.obsm[key_added or f"X_{name}"] = embedding
-        adata.uns[key] = {"params": scanpy_params(method, estimator, given_rep)}
+        if chosen.scanpy_record is not None:
+            adata.uns[key] = {"params": scanpy_params(chosen.scanpy_record, estimator,
+                                                      given_rep)}
     unimap_records(adata)[key] = fit_record(estimator, method, **record)
     return adata if copy else None
 
