@@ -169,14 +169,15 @@ def built_in(name: str) -> MethodDeclaration:
 def declarations() -> tuple[MethodDeclaration, ...]:
     """Every method: the built-in ones, then those of loaded classes defined elsewhere."""
     found = list(BUILT_IN)
-    names = {d.name: d.module for d in BUILT_IN}
+    owners = {d.name: d.module for d in BUILT_IN}
     for cls in _declared_classes():
-        if cls.declaration.name in names:
-            if names[cls.declaration.name] != cls.__module__:
-                raise RuntimeError(f"two methods are named {cls.declaration.name!r}: "
-                                   f"{names[cls.declaration.name]} and {cls.__module__}")
-            continue
-        names[cls.declaration.name] = cls.__module__
+        if any(cls.declaration is d for d in BUILT_IN):
+            continue  # a built-in method's class
+        name = cls.declaration.name
+        if name in owners:
+            raise RuntimeError(f"two methods are named {name!r}: in {owners[name]} and in "
+                               f"{cls.__module__} ({cls.__qualname__})")
+        owners[name] = f"{cls.__module__} ({cls.__qualname__})"
         found.append(cls.declaration)
     return tuple(found)
 
@@ -214,16 +215,18 @@ def variant_of(estimator: Any) -> Variant:
 def estimator_class(name: str) -> type | None:
     """The class of the method named ``name`` (a built-in one imported from its declared
     module, never from a name read elsewhere), or None if no method has that name."""
-    decl = declaration(name)
+    decl = declaration(name)  # also refuses two methods of one name
     if decl is None:
         return None
+    if not any(decl is d for d in BUILT_IN):
+        return next(cls for cls in _declared_classes() if cls.declaration is decl)
     module = sys.modules.get(decl.module)
     if module is None:
         import importlib
 
         module = importlib.import_module(decl.module)
     cls = getattr(module, name, None)
-    if getattr(cls, "declaration", None) != decl:
+    if getattr(cls, "declaration", None) is not decl:
         raise RuntimeError(f"{decl.module}.{name} does not carry the declaration of {name}")
     return cls
 
