@@ -106,3 +106,19 @@ def test_verbose_takes_scikit_learn_levels(verbose, small, capsys):
 def test_negative_verbose_is_refused():
     with pytest.raises(InvalidParameterError, match="verbose"):
         UMAP(verbose=-1).fit(np.ones((5, 2)))
+
+
+@pytest.mark.parametrize("cls", [UMAP, TSNE, GDR, PCA])
+def test_only_the_first_parameter_is_positional(cls):
+    import inspect
+
+    params = [p for p in inspect.signature(cls.__init__).parameters.values()
+              if p.name != "self"]
+    assert params[0].kind == params[0].POSITIONAL_OR_KEYWORD
+    assert all(p.kind == p.KEYWORD_ONLY for p in params[1:])  # scikit-learn's `*`
+    first, second = params[0].name, params[1].name
+    assert getattr(cls(5), first) == 5
+    with pytest.raises(TypeError, match=rf"{cls.__name__} takes {first} by position and every "
+                       rf"other parameter by name, got 2 positional arguments: "
+                       rf"{cls.__name__}\(5, {second}='x'\)\?"):
+        cls(5, "x")

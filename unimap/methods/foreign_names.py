@@ -86,9 +86,20 @@ def suggesting_init(init: Callable[..., None]) -> Callable[..., None]:
     stays visible to ``inspect.signature`` (``get_params`` reads it)."""
     valid = sorted(p for p in inspect.signature(init).parameters if p != "self")
     allowed = frozenset(valid)
+    params = inspect.signature(init).parameters.values()
+    positional = [p.name for p in params if p.kind == p.POSITIONAL_OR_KEYWORD
+                  and p.name != "self"]
+    by_name = [p.name for p in params if p.kind == p.KEYWORD_ONLY]
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(positional):  # scikit-learn's rule: the rest by name
+            extra = args[len(positional):]
+            shown = [repr(a) for a in args[:len(positional)]] + [
+                f"{name}={value!r}" for name, value in zip(by_name, extra, strict=False)]
+            raise TypeError(f"{type(self).__name__} takes {', '.join(positional) or 'nothing'} "
+                            f"by position and every other parameter by name, got {len(args)} "
+                            f"positional arguments: {type(self).__name__}({', '.join(shown)})?")
         for name in kwargs:
             if name not in allowed:
                 raise TypeError(unknown_parameter_message(type(self), name, valid))

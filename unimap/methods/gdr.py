@@ -261,6 +261,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
     def __init__(
         self,
         n_neighbors: int = 15,
+        *,
         n_components: int = 2,
         metric: str = "euclidean",
         normalized: bool = False,

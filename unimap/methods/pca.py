@@ -112,6 +112,7 @@ class PCA(UnimapEstimator):
     def __init__(
         self,
         n_components: int = 2,
+        *,
         svd_solver: str = "auto",
         whiten: bool = False,
         n_iter: int = 6,

@@ -228,6 +228,7 @@ default="pca"
     def __init__(
         self,
         n_components: int = 2,
+        *,
         perplexity: float = 30.0,
         early_exaggeration: float = 12.0,
         early_exaggeration_iter: int = 250,

@@ -251,6 +251,7 @@ default="spectral"
     def __init__(
         self,
         n_neighbors: int = 15,
+        *,
         n_components: int = 2,
         metric: str = "euclidean",
         n_epochs: int | None = None,
