@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from unimap.methods import gdr_defaults as defaults
+from unimap.methods import gdr_modes
 from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
 from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
@@ -330,12 +330,18 @@ class GDR(UMAPFamily, NeighborEmbedding):
         self.unique = unique
 
     @property
+    def _mode(self) -> gdr_modes.GDRMode:
+        """The mode this estimator runs (:mod:`unimap.methods.gdr_modes`): the one place GDR
+        reads ``normalized``."""
+        return gdr_modes.TSNE_LIKE if self.normalized else gdr_modes.UMAP_LIKE
+
+    @property
     def _scale(self) -> str:
-        return "std" if self.normalized else "box"
+        return self._mode.scale
 
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
-        if self.shared_negatives and not self.normalized:
+        if self.shared_negatives and not self._mode.normalized:
             raise ValueError("shared_negatives=True needs normalized=True: the unnormalized "
                              "mode draws its negative samples per edge")
 
@@ -348,56 +354,36 @@ class GDR(UMAPFamily, NeighborEmbedding):
         return target
 
     def _resolve(self, n: int) -> GDRPlan:
-        return defaults.resolve_gdr_plan(self, n)
+        return self._mode.resolve(self, n)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.methods.memory_plan import OPTIMIZER_BYTES
-
-        edges = n * fit.n_neighbors_
-        if self.normalized:  # Z-ordered copies of P (and Pᵀ), float64 positions and gains
-            arrays = edges * OPTIMIZER_BYTES["gdr_normalized"] + n * self.n_components * 64
-            return MemoryProfile("perplexity", arrays, "perplexity")
-        # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
-        arrays = edges * OPTIMIZER_BYTES["gdr"] + n * self.n_components * 4 * 8
-        from unimap.optimizers.gdr_full_batch import relabels_for_locality
-
-        if relabels_for_locality(n):  # the relabelled copy of P and its scipy temporaries
-            arrays += edges * (OPTIMIZER_BYTES["gdr_normalized"] - OPTIMIZER_BYTES["gdr"])
-        return MemoryProfile("fuzzy", arrays, "n_neighbors")
+        return self._mode.memory_profile(self, fit, n)
 
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity.joint import joint_affinities
 
         n = knn_indices.shape[0]
-        P = joint_affinities(knn_indices, knn_dists,
-                             "perplexity" if self.normalized else "fuzzy",
-                             fit.symmetrization_, self.normalized, fit.perplexity_,
+        mode = self._mode
+        P = joint_affinities(knn_indices, knn_dists, mode.affinity, fit.symmetrization_,
+                             mode.normalized, fit.perplexity_,
                              device=fit.devices_["affinities"])
         cut = self._disconnect(P, knn_indices, knn_dists)
         if fit.target is not None:
             cut = self._supervised(fit, cut)
-        if self.normalized and cut is not P:  # back to a joint probability
-            cut.data /= cut.data.sum(dtype=np.float64)
-        P = cut
+        P = mode.finish_affinities(self, fit, P, cut)
         fit.mean_weight_ = float(P.data.mean()) if P.nnz else 0.0
         if fit.n_negatives_ is None:  # M = 1000 shared samples per epoch: n_negatives·nnz/n
-            fit.n_negatives_ = defaults.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)
+            fit.n_negatives_ = gdr_modes.TSNE_SHARED_SAMPLES * n / max(P.nnz, 1)
         if fit.learning_rate_ is None:
-            fit.early_learning_rate_, fit.learning_rate_ = defaults.normalized_steps(
+            fit.early_learning_rate_, fit.learning_rate_ = gdr_modes.normalized_steps(
                 n, fit.n_negatives_ * P.nnz / n, fit.shared_negatives_, self.early_exaggeration)
         return P
 
     def _optimizer_on_gpu(self, fit, n_samples) -> bool:
-        if self.normalized:
-            from unimap.optimizers.gdr_normalized_cuda import supports
-
-            return supports(self.n_components, fit.shared_negatives_)
-        from unimap.optimizers.gdr_cuda import supports
-
-        return supports(self.n_components)
+        return self._mode.optimizer_on_gpu(self, fit)
 
     def _variant(self) -> str:
-        return "(normalized=True)" if self.normalized else ""
+        return self._mode.label
 
     def _optimize(self, fit, init, seed):
         common = {"symmetric_attraction": fit.symmetric_attraction_,
@@ -405,25 +391,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
                   "a": fit.a_, "b": fit.b_, "seed": seed, "learning_rate": fit.learning_rate_,
                   "momentum": fit.momentum_, "n_negatives": fit.n_negatives_,
                   "device": fit.devices_["optimize"]}
-        if self.normalized:
-            from unimap.optimizers.gdr_normalized import gdr_normalized
-            from unimap.runtime.guards import TSNE_CAUSES
-
-            Y, fit.z_ = gdr_normalized(
-                init, fit.graph_, n_early=fit.early_exaggeration_iter_,
-                exaggeration=self.early_exaggeration,
-                early_learning_rate=fit.early_learning_rate_,
-                shared_negatives=fit.shared_negatives_,
-                repulsion_strength=self.repulsion_strength,
-                guard=self._epoch_guard(fit, TSNE_CAUSES, "GDR(normalized=True)"), **common)
-            return Y
-        from unimap.optimizers.gdr_full_batch import gdr_unnormalized
-        from unimap.runtime.guards import UMAP_CAUSES
-
-        weight = (self.repulsion_strength * fit.mean_weight_ * defaults.REPULSION_RATE
-                  / fit.n_negatives_)
-        return gdr_unnormalized(init, fit.graph_, repulsion_weight=weight,
-                                guard=self._epoch_guard(fit, UMAP_CAUSES), **common)
+        return self._mode.optimize(self, fit, init, common)
 
     def transform(self, X: Any) -> np.ndarray:
         """Embed new points into the fitted embedding (training points stay fixed).
@@ -453,29 +421,11 @@ class GDR(UMAPFamily, NeighborEmbedding):
         return super().transform(X)
 
     def _update_epoch_share(self) -> float:
-        return 1.0 if self.normalized else super()._update_epoch_share()
+        # the normalized mode needs all of its iterations (benchmarks/results/dropin.md)
+        return 1.0 if self._mode.normalized else super()._update_epoch_share()
 
     def _check_placement_kernel(self, what: str) -> None:
-        if hasattr(self, "embedding_") and self.normalized and (
-                self.a_ != 1.0 or self.b_ != 1.0):
-            raise ValueError(
-                f"{what} with normalized=True needs the t-SNE kernel a = b = 1; this model "
-                f"was fitted with a={self.a_:g}, b={self.b_:g}"
-            )
+        self._mode.check_placement_kernel(self, what)
 
     def _place(self, X):
-        from unimap.optimizers.forces import RepulsionParams
-        from unimap.placement import fuzzy_placement, perplexity_placement, transform_epochs
-
-        if self.normalized:
-            method = "barnes_hut" if self.n_components <= 3 else "exact"
-            return perplexity_placement(self._index, X, self._reference_embedding,
-                                        RepulsionParams(method, 0.5, 1.0),
-                                        disconnection_distance=self._cut_distance())
-        return fuzzy_placement(
-            self._index, X, self._reference_embedding, self.n_neighbors_, local_connectivity=1.0,
-            a=self.a_, b=self.b_, seed=self._streams.transform,
-            n_epochs=transform_epochs(self._index.n_samples_, self.n_epochs),
-            learning_rate=defaults.TRANSFORM_LR, repulsion_strength=self.repulsion_strength,
-            negative_sample_rate=5.0, disconnection_distance=self._cut_distance(),
-            device=self._placement_device())
+        return self._mode.place(self, X)
