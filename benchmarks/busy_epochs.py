@@ -2,15 +2,15 @@
 host and with a CPU-bound competitor pinned to core 0 (issue 20, item 3).
 
 The problem is the real one: ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows)
-and the arguments of its optimizer (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`) are
-kept. Then, interleaved, ``--rounds`` times each in each state:
+and the arguments of its optimizer
+(:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch`) are kept. Then, interleaved,
+``--rounds`` times each in each state:
 
 - ``per-epoch``: the former driver, one ``prange`` per epoch
-  (:func:`unimap.optimizers.gdr_numba.umap_epoch`) with adaptive threads and pinned workers, as the
-  2-D optimizer ran before the chunked kernel;
-- ``chunked``: :func:`unimap.optimizers.gdr_full_batch.full_batch_umap` as it is, ``EPOCH_CHUNK``
-epochs per
-  parallel region (:mod:`unimap.optimizers.gdr_epochs_numba`).
+  (:func:`unimap.optimizers.gdr.unnormalized_numba.gdr_unnormalized_epoch`) with adaptive threads
+  and pinned workers, as the 2-D optimizer ran before the chunked kernel;
+- ``chunked``: :func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch` as it is,
+  ``EPOCH_CHUNK`` epochs per parallel region (:mod:`unimap.optimizers.gdr.chunked_epochs_numba`).
 
 Both give the same embedding bitwise (checked here on every round). Reported: the median and
 minimum seconds of the whole optimization (all epochs) per driver and state, and the
@@ -34,23 +34,23 @@ from dask_place import emit, machine_state
 
 
 def capture_problem(n: int) -> tuple:
-    """The positional and keyword arguments of GDR()'s ``full_batch_umap`` call."""
+    """The positional and keyword arguments of GDR()'s ``unnormalized_full_batch`` call."""
     import unimap
-    import unimap.optimizers.gdr_full_batch as optimize_module
+    import unimap.optimizers.gdr.unnormalized as optimize_module
     from unimap.datasets import load_mnist
 
     captured = {}
-    original = optimize_module.full_batch_umap
+    original = optimize_module.unnormalized_full_batch
 
     def keep(*args, **kwargs):
         captured["call"] = (args, kwargs)
         return original(*args, **kwargs)
 
-    optimize_module.full_batch_umap = keep  # gdr_unnormalized looks it up at call time
+    optimize_module.unnormalized_full_batch = keep  # gdr_unnormalized looks it up at call time
     try:
         unimap.GDR(random_state=0).fit(load_mnist()[0][:n])
     finally:
-        optimize_module.full_batch_umap = original
+        optimize_module.unnormalized_full_batch = original
     args, kwargs = captured["call"]
     kwargs = dict(kwargs, guard=None)
     return args, kwargs
@@ -61,9 +61,9 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
               device="cpu", negative_pool=0):
     """The 2-D optimizer before the chunked kernel: a ``prange`` (and its join) per epoch."""
     from unimap.lowdim.similarity_numba import UMAP_EPS
-    from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
-    from unimap.optimizers.gdr_full_batch import FULL_BATCH_CLIP
-    from unimap.optimizers.gdr_numba import umap_epoch
+    from unimap.optimizers.gdr.common_numba import CSR, HeavyBall, TransposedCSR, UnnormalizedForces
+    from unimap.optimizers.gdr.unnormalized import FULL_BATCH_CLIP
+    from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
     from unimap.optimizers.schedule import linear_decay
     from unimap.runtime.threads import adaptive_threads
 
@@ -75,21 +75,23 @@ def per_epoch(init, edges, transposed, attraction_scale, n_epochs, a, b, seed,
     with threads.spread():
         for epoch in range(n_epochs):
             threads.start_epoch(epoch)
-            umap_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*transposed),
-                       UMAPForces(f32(attraction_scale), n_negatives, f32(repulsion_weight),
-                                  f32(a), f32(b), f32(UMAP_EPS)),
-                       HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum)), rates[epoch],
-                       np.uint64(seed), np.int64(epoch), False, negative_pool=negative_pool)
+            gdr_unnormalized_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*transposed),
+                                   UnnormalizedForces(f32(attraction_scale), n_negatives,
+                                                      f32(repulsion_weight), f32(a), f32(b),
+                                                      f32(UMAP_EPS)),
+                                   HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum)), rates[epoch],
+                                   np.uint64(seed), np.int64(epoch), False,
+                                   negative_pool=negative_pool)
             threads.end_epoch()
             Y, Y_next = Y_next, Y
     return Y
 
 
 def measure(problem: tuple, rounds: int) -> dict:
-    from unimap.optimizers.gdr_full_batch import full_batch_umap
+    from unimap.optimizers.gdr.unnormalized import unnormalized_full_batch
 
     args, kwargs = problem
-    drivers = {"per-epoch": per_epoch, "chunked": full_batch_umap}
+    drivers = {"per-epoch": per_epoch, "chunked": unnormalized_full_batch}
     times: dict = {name: [] for name in drivers}
     for _ in range(rounds):
         results = {}

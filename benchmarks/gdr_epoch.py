@@ -1,9 +1,9 @@
 """Time one epoch of GDR's normalized-mode force kernel on MNIST-70k (a profiling aid).
 
 ``GDR(normalized=True)`` spends most of its optimization in
-:func:`unimap.optimizers.gdr_normalized_numba.tsne_forces`. This script fits the default model once
-(so that the graph and the embedding are the real ones), then calls the kernel on the final
-embedding for each configuration in turn, ``--rounds`` times each, and prints the median and
+:func:`unimap.optimizers.gdr.normalized_numba.gdr_normalized_forces`. This script fits the default
+model once (so that the graph and the embedding are the real ones), then calls the kernel on the
+final embedding for each configuration in turn, ``--rounds`` times each, and prints the median and
 minimum time of one epoch. Configurations run interleaved, so a slow spell of this shared
 machine hits all of them alike; quote ratios between rows, absolute times only from a quiet
 machine.
@@ -38,9 +38,9 @@ def main() -> None:
 
     from unimap import GDR
     from unimap.datasets import load_mnist
-    from unimap.optimizers.forces import neighbour_marks
-    from unimap.optimizers.gdr_common_numba import CSR, SampledKernel, TransposedCSR
-    from unimap.optimizers.gdr_normalized_numba import tsne_forces
+    from unimap.optimizers.gdr.common_numba import CSR, SampledKernel, TransposedCSR
+    from unimap.optimizers.gdr.forces import neighbour_marks
+    from unimap.optimizers.gdr.normalized_numba import gdr_normalized_forces
 
     X, _ = load_mnist(MNIST, download=False)
     X = X[: args.n]
@@ -56,9 +56,9 @@ def main() -> None:
 
     def epoch_fn(shared: bool, m: float):
         def run(epoch: int) -> None:
-            tsne_forces(Y, A, R, z_rows, marks, CSR(indptr, indices, data),
-                        TransposedCSR(*transposed), SampledKernel(f32(scale), m, a, b),
-                        np.uint64(0), np.int64(epoch), False, shared)
+            gdr_normalized_forces(Y, A, R, z_rows, marks, CSR(indptr, indices, data),
+                                  TransposedCSR(*transposed), SampledKernel(f32(scale), m, a, b),
+                                  np.uint64(0), np.int64(epoch), False, shared)
         return run
 
     rows = {

@@ -4,8 +4,8 @@ From ``unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`` points on, ``GDR()
 points along a Z-order curve of their start and draws each row block's negatives from a pool of
 ``NEGATIVE_POOL`` points (docs/gdr.md, "Large inputs"). This script measures where that pays:
 ``GDR(random_state=0)`` is fitted once on MNIST (``--n`` rows) with the layout off, and the
-arguments of its optimizer call (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`: the real
-graph and spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole
+arguments of its optimizer call (:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch`:
+the real graph and spectral start) are kept. Then, interleaved, ``--rounds`` times each, the whole
 optimization runs in four configurations:
 
 - ``plain``: input labels, every negative sample reads its own point (below the threshold);
@@ -34,7 +34,7 @@ from dask_place import machine_state
 
 def configurations(args: tuple, kwargs: dict) -> dict:
     """``name -> (args, kwargs, order)`` of the four layouts of the captured problem."""
-    from unimap.optimizers.forces import gdr_edge_arrays
+    from unimap.optimizers.gdr.forces import gdr_edge_arrays
     from unimap.optimizers.sampling import NEGATIVE_POOL
     from unimap.runtime.ordering import locality_order
 
@@ -72,7 +72,7 @@ def main() -> None:
     from unimap.datasets import load_mnist
     from unimap.metrics import knn_accuracy_loo
     from unimap.optimizers import sampling
-    from unimap.optimizers.gdr_full_batch import full_batch_umap
+    from unimap.optimizers.gdr.unnormalized import unnormalized_full_batch
     from unimap.runtime.ordering import in_input_order
 
     print(f"machine at start: {machine_state()}")
@@ -90,7 +90,7 @@ def main() -> None:
     for _ in range(options.rounds):
         for name, (call_args, call_kwargs, order) in configs.items():
             start = time.perf_counter()
-            Y = full_batch_umap(*call_args, **call_kwargs)
+            Y = unnormalized_full_batch(*call_args, **call_kwargs)
             times[name].append((time.perf_counter() - start) / n_epochs * 1e3)
             if name not in accuracy:
                 Y = Y if order is None else in_input_order(Y, order)

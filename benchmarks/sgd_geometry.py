@@ -1,5 +1,5 @@
-"""How far apart UMAP's SGD puts the classes of a supervised fit: unimap's ``umap_sgd`` as a
-fit runs it, and umap-learn's own ``optimize_layout_euclidean``, on the same pruned supervised
+"""How far apart UMAP's SGD puts the classes of a supervised fit: unimap's ``umap_sgd_fit`` as
+a fit runs it, and umap-learn's own ``optimize_layout_euclidean``, on the same pruned supervised
 graph of digits' 80% training split and the same spectral start, 500 epochs.
 
 Printed per variant, mean over seeds: the mean distance of a class's points to its centroid
@@ -42,9 +42,9 @@ def geometry(embedding, labels):
 
 
 def unimap_epochs(start, graph, a, b, seed):
-    from unimap.optimizers.umap_sgd import umap_sgd
+    from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
 
-    return umap_sgd(start, None, graph, N_EPOCHS, a, b, seed)
+    return umap_sgd_fit(start, graph, n_epochs=N_EPOCHS, a=a, b=b, seed=seed)
 
 
 def umap_learn_epochs(start, graph, a, b, seed):
@@ -69,7 +69,7 @@ def main() -> None:
 
     import unimap
     from unimap.initialization.layouts import initialize
-    from unimap.optimizers.umap_sgd import prune_graph
+    from unimap.optimizers.umap_sgd.common import prune_graph
 
     X, _, y, _ = split(*load("digits", None))
     before = host_state()

@@ -268,3 +268,36 @@ def test_cycle_check_finds_a_cycle(tmp_path):
     (package / "joint.py").write_text("from unimap.affinity import fuzzy\n")
     assert import_cycles(tmp_path) == [["unimap.affinity.fuzzy", "unimap.affinity.joint",
                                         "unimap.affinity.fuzzy"]]
+
+
+# -- one privacy rule: a `_name` is its module's own ------------------------------------------
+def private_imports(root: Path) -> list[str]:
+    """``importer: module.name`` for every private name (or private module) of unimap that a
+    module imports from another module (tests may; the library may not)."""
+    import ast
+
+    found = []
+    for path in sorted((root / "unimap").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.ImportFrom) and node.level == 0
+                    and (node.module or "").startswith("unimap") and node.module != module):
+                found += [f"{module}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = private_imports(ROOT)
+    assert not found, ("private names imported from other modules (make them public where "
+                       "others need them):\n" + "\n".join(found))
+
+
+def test_privacy_check_finds_a_private_import(tmp_path):
+    package = tmp_path / "unimap" / "affinity"
+    package.mkdir(parents=True)
+    (package / "fuzzy.py").write_text("def _helper():\n    pass\n")
+    (package / "joint.py").write_text("from unimap.affinity.fuzzy import _helper\n"
+                                      "from unimap.affinity.fuzzy import __doc__\n")
+    assert private_imports(tmp_path) == ["unimap.affinity.joint: unimap.affinity.fuzzy._helper"]

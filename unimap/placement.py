@@ -77,14 +77,15 @@ def fuzzy_placement(
     seed : int
     n_epochs : int
     learning_rate, repulsion_strength, negative_sample_rate : float
-        As in :func:`unimap.optimizers.umap_sgd.umap_sgd`.
+        As in :func:`unimap.optimizers.umap_sgd.place.umap_sgd_place`.
     disconnection_distance : float, default=inf
         Neighbours at least this far get no weight
         (:func:`unimap.affinity.disconnect.cut_new_rows`).
     output_metric : str, default="euclidean"
-        The embedding's space, as in :func:`unimap.optimizers.umap_sgd.umap_sgd`.
+        The embedding's space, as in :func:`unimap.optimizers.umap_sgd.place.umap_sgd_place`.
     device : {"cpu", "cuda"}, default="cpu"
-        Where the SGD runs (:func:`unimap.optimizers.umap_sgd.umap_sgd`); the neighbours and
+        Where the SGD runs (:func:`unimap.optimizers.umap_sgd.place.umap_sgd_place`); the
+        neighbours and
         memberships are found on the CPU.
 
     Returns
@@ -92,7 +93,8 @@ def fuzzy_placement(
     embedding : ndarray of shape (m, n_components), float32
     """
     from unimap.affinity.fuzzy import membership_weights, smooth_knn_dist
-    from unimap.optimizers.umap_sgd import prune_graph, umap_sgd
+    from unimap.optimizers.umap_sgd.common import prune_graph
+    from unimap.optimizers.umap_sgd.place import umap_sgd_place
 
     idx, dist = index.query(X, n_neighbors)
     # New points are not in the index, so no neighbour is "self": umap-learn lowers the
@@ -106,11 +108,11 @@ def fuzzy_placement(
     weights = strongest_edge_first(weights)
     graph = sp.csr_matrix((weights.ravel(), (rows, idx.ravel())), shape=(m, reference.shape[0]))
     graph = prune_graph(graph, n_epochs, max_weight=1.0)
-    return umap_sgd(init, reference, graph, n_epochs, a, b, seed, learning_rate=learning_rate,
-                    repulsion_strength=repulsion_strength,
-                    negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx),
-                    max_weight=1.0, guard=FiniteGuard("transform", UMAP_CAUSES),
-                    output_metric=output_metric, device=device)
+    return umap_sgd_place(init, reference, graph, n_epochs=n_epochs, a=a, b=b, seed=seed,
+                          learning_rate=learning_rate, repulsion_strength=repulsion_strength,
+                          negative_sample_rate=negative_sample_rate, row_keys=row_keys(idx),
+                          max_weight=1.0, guard=FiniteGuard("transform", UMAP_CAUSES),
+                          output_metric=output_metric, device=device)
 
 
 def perplexity_placement(
@@ -131,8 +133,8 @@ def perplexity_placement(
     Each new point gets conditional probabilities over its ``⌊3·perplexity⌋`` nearest training
     points and starts at the median of its 10 nearest neighbours' positions (at most the
     ``⌊3·perplexity⌋`` found). ``params`` is a
-    :class:`unimap.optimizers.gradient_descent.RepulsionParams`; the other parameters are those of
-    :func:`unimap.optimizers.gradient_descent.place_points`. Neighbours at least
+    :class:`unimap.optimizers.gradient_descent.descent.RepulsionParams`; the other parameters are
+    those of :func:`unimap.optimizers.gradient_descent.descent.place_points`. Neighbours at least
     ``disconnection_distance`` away get no probability (the rest renormalised).
 
     Returns
@@ -140,7 +142,7 @@ def perplexity_placement(
     embedding : ndarray of shape (m, n_components), float32
     """
     from unimap.affinity.perplexity import conditional_probabilities, perplexity_neighbors
-    from unimap.optimizers.gradient_descent import place_points
+    from unimap.optimizers.gradient_descent.descent import place_points
 
     n_train = reference.shape[0]
     k = perplexity_neighbors(perplexity, n_train)

@@ -58,12 +58,12 @@ def test_precompiled_kernels_leave_nothing_to_compile():
     assert compiled == [], f"compiled on first use despite the precompile step: {compiled}"
 
 
-_KEY_KERNELS = ("optimizers.umap_sgd_numba.sgd_epoch_edges_2d",
-                "optimizers.umap_sgd_numba.sgd_epoch_edges_2d_pooled",
-                "optimizers.gdr_epochs_numba.umap_epochs_2d",
-                "optimizers.gdr_normalized_numba._tsne_forces_2d",
-                "optimizers.repulsion.bh_tree_numba.build_tree",
-                "optimizers.repulsion.fft_numba.apply_kernels_2d")
+_KEY_KERNELS = ("optimizers.umap_sgd.epochs_numba.sgd_epoch_edges_2d",
+                "optimizers.umap_sgd.epochs_numba.sgd_epoch_edges_2d_pooled",
+                "optimizers.gdr.chunked_epochs_numba.unnormalized_epochs_2d",
+                "optimizers.gdr.normalized_numba._normalized_forces_2d",
+                "optimizers.gradient_descent.repulsion.bh_tree_numba.build_tree",
+                "optimizers.gradient_descent.repulsion.fft_numba.apply_kernels_2d")
 
 
 def test_cache_status_after_precompile():
@@ -112,8 +112,8 @@ def test_wheel_carries_the_compiled_kernels(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     indices = [n for n in names if n.endswith(".nbi")]
     for kernel in _KEY_KERNELS:
-        # "optimizers.umap_sgd_numba.sgd_epoch_edges_2d" is cached as
-        # unimap/optimizers/__pycache__/umap_sgd_numba.sgd_epoch_edges_2d-<line>.py311.nbi
+        # "optimizers.umap_sgd.epochs_numba.sgd_epoch_edges_2d" is cached as
+        # unimap/optimizers/umap_sgd/__pycache__/epochs_numba.sgd_epoch_edges_2d-<line>.py311.nbi
         *package, module, function = kernel.split(".")
         entry = "/".join(["unimap", *package, "__pycache__", f"{module}.{function}-"])
         assert any(n.startswith(entry) for n in indices), f"{kernel} not compiled into the wheel"

@@ -97,7 +97,7 @@ def run_simulated(code: str) -> str:
 
 EDGES = """
 import numpy as np, scipy.sparse as sp
-from unimap.optimizers.gdr_full_batch import full_batch_umap
+from unimap.optimizers.gdr.unnormalized import unnormalized_full_batch
 rng = np.random.default_rng(0)
 n = 60
 P = sp.random(n, n, density=0.1, random_state=1, format="csr", dtype=np.float32)
@@ -118,8 +118,8 @@ def test_one_epoch_matches_the_cpu_kernel():
 for dim in (2, 3):
     Y0 = rng.standard_normal((n, dim)).astype(np.float32)
     for tr, scale in ((empty, 2.0), (transposed, 1.0)):
-        cpu, gpu = (full_batch_umap(Y0, edges, tr, scale, 1, 1.58, 0.9, 7, 1.0, 0.5, 5.0,
-                                    0.01, device=d) for d in ("cpu", "cuda"))
+        cpu, gpu = (unnormalized_full_batch(Y0, edges, tr, scale, 1, 1.58, 0.9, 7, 1.0, 0.5,
+                                            5.0, 0.01, device=d) for d in ("cpu", "cuda"))
         moved = np.abs(cpu - Y0).max()
         print(dim, tr is empty, float(np.abs(cpu - gpu).max()), float(moved))
 """)
@@ -310,7 +310,8 @@ new = est.transform(X[200:])
 path = os.path.join(tempfile.mkdtemp(), "m.unimap")
 est.save(path)
 again = unimap.load(path).transform(X[200:])
-print(est.knn_method_, est._index._cpu.method_, int(np.array_equal(new, again)), new.shape)
+print(est.knn_method_, est._index.backend_.cpu.method_, int(np.array_equal(new, again)),
+      new.shape)
 """)
     assert out.split()[:3] == ["cuda", "exact", "1"]
 
@@ -322,13 +323,13 @@ def test_transform_on_cuda_places_as_the_cpu_does_in_one_launch():
     out = run_simulated("""
 import numpy as np, unimap
 from sklearn.datasets import make_blobs
-import unimap.optimizers.umap_sgd_cuda as gpu
+import unimap.optimizers.umap_sgd.epochs_cuda as gpu
 launches = []
-original = gpu.umap_sgd_rows_cuda
+original = gpu.umap_sgd_place_cuda
 def counted(*args, **kwargs):
     launches.append(args[0].shape[0])
     return original(*args, **kwargs)
-gpu.umap_sgd_rows_cuda = counted
+gpu.umap_sgd_place_cuda = counted
 X, y = make_blobs(240, n_features=8, centers=4, cluster_std=2.0, random_state=0)
 for dim in (2, 3):
     est = unimap.UMAP(n_components=dim, n_epochs=30, random_state=0, device="cuda").fit(X[:200])
@@ -352,9 +353,10 @@ def test_normalized_gdr_iteration_matches_the_cpu():
     # the same samples, rows and step; only the far field's sum is written once more (the
     # CPU's is a vectorised tile), so the two agree to float rounding.
     out = run_simulated(EDGES + """
-from unimap.optimizers.forces import SampledForces
-from unimap.optimizers.gradient_descent import MAX_STEP_NORM, MIN_GAIN, Phase, gradient_descent
-from unimap.optimizers.gdr_normalized_cuda import gradient_descent_cuda
+from unimap.optimizers.gdr.forces import SampledForces
+from unimap.optimizers.gdr.normalized_cuda import gradient_descent_cuda
+from unimap.optimizers.gradient_descent.descent import (MAX_STEP_NORM, MIN_GAIN, Phase,
+                                                        gradient_descent)
 P = (P + P.T).tocsr()
 edges = (P.indptr.astype(np.int64), P.indices.astype(np.int32), P.data.astype(np.float32))
 Y0 = rng.standard_normal((n, 2)).astype(np.float32)
@@ -477,8 +479,8 @@ Y0 = rng.standard_normal((n, 2)).astype(np.float32)
 bad = (edges[0], edges[1], edges[2].copy())
 bad[2][edges[0][5]:edges[0][6]] = np.nan  # row 5's weights: its own forces go NaN
 try:
-    full_batch_umap(Y0, bad, empty, 2.0, 3, 1.58, 0.9, 7, 1.0, 0.5, 5.0, 0.01,
-                    guard=FiniteGuard("GDR", "causes"), device="cuda")
+    unnormalized_full_batch(Y0, bad, empty, 2.0, 3, 1.58, 0.9, 7, 1.0, 0.5, 5.0, 0.01,
+                            guard=FiniteGuard("GDR", "causes"), device="cuda")
 except NonFiniteError as exc:
     print(exc)
 """)
@@ -489,7 +491,7 @@ def test_device_sums_add_in_a_fixed_order_and_recentre_on_the_device():
     out = run_simulated("""
 import numpy as np
 from numba import cuda
-from unimap.optimizers.descent_cuda import DeviceSums
+from unimap.optimizers.gradient_descent.descent_cuda import DeviceSums
 rng = np.random.default_rng(0)
 n = 1000  # four chunks, the last one short
 values = rng.standard_normal(n)
@@ -515,8 +517,8 @@ def test_tsne_exact_forces_on_cuda_equal_the_cpus():
     out = run_simulated("""
 import numpy as np, scipy.sparse as sp
 from numba import cuda
-from unimap.optimizers.tsne_cuda import _exact_forces_2d
-from unimap.optimizers.tsne_gd_numba import attraction, exact_repulsion_rows
+from unimap.optimizers.gradient_descent.tsne_cuda import _exact_forces_2d
+from unimap.optimizers.gradient_descent.gradient_numba import attraction, exact_repulsion_rows
 from unimap.runtime.common_cuda import rows_launch
 rng = np.random.default_rng(0)
 n = 50
@@ -544,9 +546,9 @@ def test_tsne_on_cuda_is_exact_deterministic_and_follows_the_cpus_descent():
     out = run_simulated("""
 import numpy as np, unimap
 from sklearn.datasets import make_blobs
-from unimap.optimizers.forces import TSNEForces
-from unimap.optimizers.gradient_descent import Phase, gradient_descent
-from unimap.optimizers.tsne_cuda import gradient_descent_cuda
+from unimap.optimizers.gradient_descent.forces import TSNEForces
+from unimap.optimizers.gradient_descent.descent import Phase, gradient_descent
+from unimap.optimizers.gradient_descent.tsne_cuda import gradient_descent_cuda
 X, y = make_blobs(40, n_features=6, centers=3, cluster_std=2.0, random_state=0)
 fits = [unimap.TSNE(random_state=0, max_iter=60, early_exaggeration_iter=30, device="cuda",
                     n_iter_without_progress=50).fit(X) for _ in range(2)]
@@ -603,7 +605,7 @@ def test_device_memory_is_checked_before_allocating(monkeypatch):
     out = run_simulated("""
 import types
 from numba import cuda
-import unimap.optimizers.gdr_cuda as g, unimap.runtime.common_cuda as common
+import unimap.optimizers.gdr.unnormalized_cuda as g, unimap.runtime.common_cuda as common
 info = types.SimpleNamespace(get_memory_info=lambda: (10 * 2**20, 80 * 2**30))
 common.cuda = types.SimpleNamespace(current_context=lambda: info)
 print(g.device_bytes(10**7, 2, 3 * 10**8, 0))
@@ -671,17 +673,17 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     monkeypatch.setattr(dispatcher, "get_current_device",
                         lambda: types.SimpleNamespace(compute_capability=(9, 0)))
     from unimap.neighbors import brute_force_cuda as knn
-    from unimap.optimizers import descent_cuda as descent
-    from unimap.optimizers import gdr_cuda as gdr
-    from unimap.optimizers import gdr_normalized_cuda as gdr_normalized
-    from unimap.optimizers import umap_sgd_cuda as umap
+    from unimap.optimizers.gdr import normalized_cuda as gdr_normalized
+    from unimap.optimizers.gdr import unnormalized_cuda as gdr
+    from unimap.optimizers.gradient_descent import descent_cuda as descent
+    from unimap.optimizers.umap_sgd import epochs_cuda as umap
     from unimap.runtime import common_cuda as common
 
     f2 = nt.float32[:, ::1]
     csr = (nt.int64[::1], nt.int32[::1], nt.float32[::1])
     signature = (f2, f2, f2, f2, *csr, *csr, nt.boolean, nt.float32, nt.float64,
                  *(nt.float32,) * 7, nt.uint64)
-    for kernel in (gdr._umap_epoch_2d, gdr._umap_epoch_nd):
+    for kernel in (gdr._unnormalized_epoch_2d, gdr._unnormalized_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "ld.global.f32" in ptx
     f8 = nt.float64[::1]
@@ -725,7 +727,7 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         assert ".entry" in ptx
     ptx, _ = cuda.compile_ptx(common.flag_nonfinite.py_func, (f2, nt.int32[::1]), cc=(9, 0))
     assert ".entry" in ptx
-    from unimap.optimizers import tsne_cuda
+    from unimap.optimizers.gradient_descent import tsne_cuda
 
     for kernel, kernel_signature in [
         (descent._chunk_sums, (nt.float64[::1], nt.int64, nt.float64[::1])),
@@ -810,7 +812,7 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
 
         print(on_cpu(np.float32(2.0), np.float32(0.5)))
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
-        from unimap.optimizers import umap_sgd_cuda as umap
+        from unimap.optimizers.umap_sgd import epochs_cuda as umap
         f2, f8 = nt.float32[:, ::1], nt.float64[::1]
         signature = (f2, f2, nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8, f8, f8,
                      nt.uint64, nt.int64, *(nt.float32,) * 4)

@@ -98,7 +98,7 @@ def assert_same_model(model, loaded):
     if index is not None:
         assert (index2.metric, index2.method_, index2.n_samples_) == (
             index.metric, index.method_, index.n_samples_)
-        assert_same(index._data, index2._data, "index data")
+        assert_same(index.backend_.rows, index2.backend_.rows, "index data")
 
 
 # -- round trips ----------------------------------------------------------------------------
@@ -130,7 +130,8 @@ def test_hnsw_graphs_are_rebuilt_byte_for_byte(fitted, data, tmp_path):
     model = fitted["umap_hnsw_cosine"]
     loaded = unimap.load(model.save(tmp_path / "m.unimap"))
     model.transform(data[1]), loaded.transform(data[1])  # same efSearch in both
-    for a, b in zip(model._index._hnsw.indexes, loaded._index._hnsw.indexes, strict=True):
+    for a, b in zip(model._index.backend_.index.indexes, loaded._index.backend_.index.indexes,
+                    strict=True):
         assert_same(faiss.serialize_index(a), faiss.serialize_index(b), "faiss index")
 
 
@@ -173,14 +174,15 @@ def test_precomputed_distances_store_no_matrix(data, tmp_path):
 def test_nndescent_index_keeps_the_rows_pynndescent_needs(fitted, data, tmp_path):
     # pynndescent is optional: fake its (lazily built) index state on an exact one. (Querying
     # it is not tested: pynndescent refuses the index's 63-bit seed, in fit as well.)
+    from unimap.neighbors.nndescent import NNDescentBackend
+
     model = copy.deepcopy(fitted["umap"])
     index = model._index
-    index.method_, index._nnd_data, index._nnd = "nndescent", data[0].astype(np.float32), None
-    del index._data
+    index.backend_ = NNDescentBackend(index.metric, 1).build(data[0].astype(np.float32))
     loaded = unimap.load(model.save(tmp_path / "m.unimap"))
-    assert loaded._index.method_ == "nndescent" and loaded._index._nnd is None
-    assert_same(index._nnd_data, loaded._index._nnd_data)
-    assert not hasattr(loaded._index, "_data")
+    backend = loaded._index.backend_
+    assert loaded._index.method_ == "nndescent" and backend.nnd is None
+    assert_same(index.backend_.rows, backend.rows)  # the rows as given, not prepared
 
 
 def test_precomputed_knn_parameter_is_stored_as_arrays(fitted, data, tmp_path):

@@ -5,8 +5,8 @@ import scipy.sparse as sp
 from unimap.affinity.fuzzy import fuzzy_simplicial_set
 from unimap.lowdim.fastpow_numba import fast_pow
 from unimap.neighbors.graph import nearest_neighbors
-from unimap.optimizers.edge_coloring_numba import greedy_edge_coloring
-from unimap.optimizers.umap_sgd import edge_classes, epochs_per_sample
+from unimap.optimizers.umap_sgd.common import edge_classes, epochs_per_sample
+from unimap.optimizers.umap_sgd.edge_coloring_numba import greedy_edge_coloring
 
 
 @numba.njit

@@ -18,16 +18,16 @@ from sklearn.exceptions import NotFittedError
 
 from unimap import GDR
 from unimap.metrics import knn_accuracy_loo, knn_recall, trustworthiness
-from unimap.optimizers.gdr_common_numba import (
+from unimap.optimizers.gdr.common_numba import (
     CSR,
     HeavyBall,
     SampledKernel,
     TransposedCSR,
-    UMAPForces,
+    UnnormalizedForces,
     n_samples_of_row,
 )
-from unimap.optimizers.gdr_normalized_numba import tsne_forces
-from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
+from unimap.optimizers.gdr.normalized_numba import gdr_normalized_forces
+from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
 
 f32 = np.float32
 EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -72,10 +72,11 @@ def _umap_forces(Y, P, a, b, m, rep_weight, symmetric_attraction, exhaustive, ep
     Yf = np.ascontiguousarray(Y, dtype=np.float32)
     F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
     transposed = _transpose(P) if symmetric_attraction else EMPTY
-    umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
-               UMAPForces(f32(1.0), float(m), f32(rep_weight), f32(a), f32(b), f32(eps)),
-               HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
-               exhaustive)
+    gdr_unnormalized_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
+                           UnnormalizedForces(f32(1.0), float(m), f32(rep_weight), f32(a), f32(b),
+                                              f32(eps)),
+                           HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
+                           exhaustive)
     return F.astype(np.float64), Y_out
 
 
@@ -115,9 +116,11 @@ def test_symmetric_attraction_with_symmetric_p_is_twice_the_row_pull():
     out = []
     for scale, transposed in [(2.0, EMPTY), (1.0, _transpose(P))]:
         F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
-        umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
-                   UMAPForces(f32(scale), 1.0, f32(0.3), f32(1.5), f32(0.9), f32(1e-3)),
-                   HeavyBall(f32(4.0), f32(0.0)), f32(1.0), np.uint64(0), np.int64(0), False)
+        gdr_unnormalized_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*transposed),
+                               UnnormalizedForces(f32(scale), 1.0, f32(0.3), f32(1.5), f32(0.9),
+                                                  f32(1e-3)),
+                               HeavyBall(f32(4.0), f32(0.0)), f32(1.0), np.uint64(0), np.int64(0),
+                               False)
         out.append(F.copy())
     np.testing.assert_allclose(out[0], out[1], rtol=1e-5, atol=1e-6)
 
@@ -130,9 +133,9 @@ def _tsne_parts(Y, P, a, b, m, symmetric_attraction, exhaustive, epoch=0, scale=
     z_rows = np.empty(len(Yf))
     transposed = _transpose(P) if symmetric_attraction else EMPTY
     marks = np.zeros((blocks, len(Yf)), dtype=np.uint8)
-    tsne_forces(Yf, A, R, z_rows, marks, CSR(*_csr(P)), TransposedCSR(*transposed),
-                SampledKernel(f32(scale), float(m), f32(a), f32(b)), np.uint64(11),
-                np.int64(epoch), exhaustive, shared)
+    gdr_normalized_forces(Yf, A, R, z_rows, marks, CSR(*_csr(P)), TransposedCSR(*transposed),
+                          SampledKernel(f32(scale), float(m), f32(a), f32(b)), np.uint64(11),
+                          np.int64(epoch), exhaustive, shared)
     assert not marks.any()  # the kernel leaves its scratch marks cleared
     return A.astype(np.float64), R.astype(np.float64), z_rows
 
@@ -569,14 +572,14 @@ def test_kernel_coefficients_finite_at_zero_distance_for_any_b():
 
     from unimap.lowdim.similarity_numba import (
         ab_kernel,
-        umap_attraction_coeff,
-        umap_repulsion_coeff,
+        gdr_attraction_coeff,
+        gdr_repulsion_coeff,
     )
 
     @numba.njit
     def coefficients(u, a, b):
         w, g = ab_kernel(u, a, b)
-        return umap_repulsion_coeff(u, a, b, np.float32(1e-3)), umap_attraction_coeff(
+        return gdr_repulsion_coeff(u, a, b, np.float32(1e-3)), gdr_attraction_coeff(
             u, a, b), w, g
 
     for b in (0.5, 0.9, 1.0, 1.3, 1.5, 2.0, 2.5):
@@ -591,11 +594,11 @@ _FIRST_AND_CACHED_SCRIPT = """
 import sys
 import numpy as np
 import scipy.sparse as sp
-from unimap.optimizers.gdr_common_numba import (
-    CSR, HeavyBall, SampledKernel, TransposedCSR, UMAPForces,
+from unimap.optimizers.gdr.common_numba import (
+    CSR, HeavyBall, SampledKernel, TransposedCSR, UnnormalizedForces,
 )
-from unimap.optimizers.gdr_normalized_numba import tsne_forces
-from unimap.optimizers.gdr_unnormalized_numba import umap_epoch
+from unimap.optimizers.gdr.normalized_numba import gdr_normalized_forces
+from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
 
 f32 = np.float32
 rng = np.random.default_rng(0)
@@ -609,14 +612,15 @@ out = {}
 for shared, m in [(True, 4.0), (False, 1.0)]:
     for b in [1.0, 0.8]:
         A, R, z = np.empty_like(Y), np.empty_like(Y), np.empty(n)
-        tsne_forces(Y, A, R, z, np.zeros((4, n), np.uint8), CSR(*csr), TransposedCSR(*empty),
-                    SampledKernel(f32(1), m, f32(1.3), f32(b)), np.uint64(0), np.int64(3), False,
-                    shared)
+        gdr_normalized_forces(Y, A, R, z, np.zeros((4, n), np.uint8), CSR(*csr),
+                              TransposedCSR(*empty), SampledKernel(f32(1), m, f32(1.3), f32(b)),
+                              np.uint64(0), np.int64(3), False, shared)
         out[f"tsne_{shared}_{b}"] = np.concatenate([A.ravel(), R.ravel(), z])
 F, Y_out, V = np.empty_like(Y), np.empty_like(Y), np.zeros_like(Y)
-umap_epoch(Y, Y_out, F, V, CSR(*csr), TransposedCSR(*empty),
-           UMAPForces(f32(1), 1.0, f32(0.1), f32(1.577), f32(0.895), f32(1e-3)),
-           HeavyBall(f32(4), f32(0.5)), f32(1), np.uint64(0), np.int64(3), False)
+gdr_unnormalized_epoch(Y, Y_out, F, V, CSR(*csr), TransposedCSR(*empty),
+                       UnnormalizedForces(f32(1), 1.0, f32(0.1), f32(1.577), f32(0.895),
+                                          f32(1e-3)),
+                       HeavyBall(f32(4), f32(0.5)), f32(1), np.uint64(0), np.int64(3), False)
 out["umap"] = np.concatenate([F.ravel(), Y_out.ravel()])
 np.savez(sys.argv[1], **out)
 """
@@ -640,7 +644,7 @@ def test_first_and_cached_runs_agree(tmp_path):
                               env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
         logs.append(done.stdout + done.stderr)
-    for kernel in ("_tsne_forces_2d", "_umap_epoch_2d"):
+    for kernel in ("_normalized_forces_2d", "_unnormalized_epoch_2d"):
         assert "data saved to" in logs[0] and kernel in logs[0]
         assert f"{kernel}-" in logs[1] and "data saved" not in logs[1]  # loaded, not compiled
     first, cached = np.load(tmp_path / "first.npz"), np.load(tmp_path / "cached.npz")
@@ -652,10 +656,11 @@ def test_first_and_cached_runs_agree(tmp_path):
 def _pooled_forces(Y, P, rep_weight, epoch, pool, n_workers=None, exhaustive=False):
     Yf = np.ascontiguousarray(Y, dtype=np.float32)
     F, Y_out, V = np.empty_like(Yf), np.empty_like(Yf), np.zeros_like(Yf)
-    umap_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*EMPTY),
-               UMAPForces(f32(2.0), 2.0, f32(rep_weight), f32(1.577), f32(0.895), f32(1e-3)),
-               HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
-               exhaustive, n_workers=n_workers, negative_pool=pool)
+    gdr_unnormalized_epoch(Yf, Y_out, F, V, CSR(*_csr(P)), TransposedCSR(*EMPTY),
+                           UnnormalizedForces(f32(2.0), 2.0, f32(rep_weight), f32(1.577),
+                                              f32(0.895), f32(1e-3)),
+                           HeavyBall(f32(1e9), f32(0.0)), f32(1.0), np.uint64(3), np.int64(epoch),
+                           exhaustive, n_workers=n_workers, negative_pool=pool)
     return F.astype(np.float64)
 
 

@@ -6,7 +6,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics.pairwise import haversine_distances
 
 import unimap
-from unimap.optimizers.output_metric_numba import HAVERSINE, HYPERBOLOID, distance_grad
+from unimap.optimizers.umap_sgd.output_metric_numba import HAVERSINE, HYPERBOLOID, distance_grad
 
 
 def _haversine(P, Q):

@@ -10,7 +10,7 @@ from unimap import TSNE
 from unimap.affinity.perplexity import conditional_probabilities, perplexity_affinities
 from unimap.metrics import knn_accuracy_loo, trustworthiness, tsne_kl_divergence
 from unimap.neighbors.graph import nearest_neighbors
-from unimap.optimizers.forces import RepulsionParams, kl_divergence, repulsion
+from unimap.optimizers.gradient_descent.forces import RepulsionParams, kl_divergence, repulsion
 
 
 def _affinities(X, perplexity=10.0):
@@ -54,7 +54,7 @@ def _exact_kl(P, Y, dof):
 
 
 def _analytic_gradient(P, Y, dof):
-    from unimap.optimizers.tsne_gd_numba import attraction
+    from unimap.optimizers.gradient_descent.gradient_numba import attraction
 
     P = P.tocsr()
     attr = np.empty_like(Y)

@@ -301,7 +301,7 @@ def test_threaded_epochs_match_one_thread_bitwise(n_components):
 def test_sgd_relabelling_keeps_rows_in_input_order():
     # The fit SGD relabels points along a Z-order curve of their initial positions; rows of
     # its result, and of what its callback sees, must come back in input order.
-    from unimap.optimizers.umap_sgd import umap_sgd
+    from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
 
     rng = np.random.default_rng(0)
     n = 2000
@@ -312,14 +312,14 @@ def test_sgd_relabelling_keeps_rows_in_input_order():
     graph = (graph + graph.T).tocsr()
     # Learning rate 0: nothing moves, so the result is the input, row for row.
     seen = []
-    out = umap_sgd(init, None, graph, 3, 1.577, 0.895, 0, learning_rate=0.0,
-                   callback=lambda epoch, emb: seen.append(emb.copy()))
+    out = umap_sgd_fit(init, graph, n_epochs=3, a=1.577, b=0.895, seed=0, learning_rate=0.0,
+                       callback=lambda epoch, emb: seen.append(emb.copy()))
     np.testing.assert_array_equal(out, init)
     np.testing.assert_array_equal(seen[-1], init)
     # Moving: the callback's last view is the result.
     seen.clear()
-    out = umap_sgd(init, None, graph, 3, 1.577, 0.895, 0,
-                   callback=lambda epoch, emb: seen.append(emb.copy()))
+    out = umap_sgd_fit(init, graph, n_epochs=3, a=1.577, b=0.895, seed=0,
+                       callback=lambda epoch, emb: seen.append(emb.copy()))
     np.testing.assert_array_equal(seen[-1], out)
     assert not np.array_equal(out, init)
 
@@ -360,12 +360,12 @@ def test_pooled_negatives_keep_quality_on_digits(digits, monkeypatch):
 
 @pytest.mark.parametrize("pool, error", [(-1, ValueError), (2.5, TypeError)])
 def test_umap_sgd_refuses_a_bad_negative_pool(pool, error):
-    from unimap.optimizers.umap_sgd import umap_sgd
+    from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
 
     init = np.zeros((10, 2), np.float32)
     graph = sp.csr_matrix(np.ones((10, 10)) - np.eye(10))
     with pytest.raises(error, match="negative_pool"):
-        umap_sgd(init, None, graph, 2, 1.577, 0.895, 0, negative_pool=pool)
+        umap_sgd_fit(init, graph, n_epochs=2, a=1.577, b=0.895, seed=0, negative_pool=pool)
 
 
 def test_precomputed_knn_is_checked_sorted_and_given_its_self_column(blobs):

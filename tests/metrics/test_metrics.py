@@ -22,7 +22,7 @@ from unimap.metrics import (
     tsne_kl_divergence,
     umap_cross_entropy,
 )
-from unimap.metrics import _common as metrics  # holds _BLOCK_BYTES, read at call time
+from unimap.metrics import common as metrics  # holds BLOCK_BYTES, read at call time
 from unimap.neighbors.graph import nearest_neighbors
 
 
@@ -86,7 +86,7 @@ def test_continuity_is_trustworthiness_with_roles_swapped(digits_2d):
 def test_blocked_rows_give_the_same_value(gaussian, monkeypatch):
     X, embedding = gaussian
     expected = sklearn_trustworthiness(X, embedding, n_neighbors=10)
-    monkeypatch.setattr(metrics, "_BLOCK_BYTES", 8 * 400 * 37)  # blocks of 37 rows
+    monkeypatch.setattr(metrics, "BLOCK_BYTES", 8 * 400 * 37)  # blocks of 37 rows
     assert abs(trustworthiness(X, embedding, 10) - expected) < 1e-12
     assert abs(continuity(X, embedding, 10) - sklearn_trustworthiness(embedding, X,
                                                                       n_neighbors=10)) < 1e-12

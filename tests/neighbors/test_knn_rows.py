@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from unimap.neighbors.graph import _with_self_first
+from unimap.neighbors.geometry import with_self_first
 from unimap.neighbors.rows_numba import merge_into_rows, offer_reverse_pairs, self_first_rows
 
 
@@ -96,7 +96,7 @@ def test_self_first_matches_a_stable_sort(case):
 def test_with_self_first_refuses_too_few_columns():
     idx = np.zeros((4, 3), np.int64)
     with pytest.raises(ValueError, match="3 neighbours per row, 4 needed"):
-        _with_self_first(idx, idx.astype(np.float32), 5)
+        with_self_first(idx, idx.astype(np.float32), 5)
 
 
 def _plain_reverse_pairs(idx, dist, rows, found_idx, found_dist):

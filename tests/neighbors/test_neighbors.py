@@ -265,7 +265,7 @@ def test_hnsw_many_parts_layout_for_large_inputs(monkeypatch):
     for k in (15, 31):
         exact, _ = nearest_neighbors(X, k, method="exact")
         graphs = [nearest_neighbors(X, k, method="hnsw", n_jobs=j) for j in (1, 2)]
-        assert len(graphs[0][1]._hnsw.indexes) == 4
+        assert len(graphs[0][1].backend_.index.indexes) == 4
         np.testing.assert_array_equal(graphs[0][0].indices, graphs[1][0].indices)
         assert recall(graphs[0][0].indices[:, 1:], exact.indices[:, 1:]) > 0.95
     index = pickle.loads(pickle.dumps(graphs[0][1]))

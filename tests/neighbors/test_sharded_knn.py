@@ -34,7 +34,7 @@ def _recall(found, exact):
 def test_wide_data_keep_one_index(small_cells):
     # the cells would copy every row of more than 50 columns (hnsw_index says why)
     index = NeighborIndex(method="hnsw").build(_mixture(3000, 60))
-    assert not isinstance(index._hnsw, sharded.ShardedHNSWIndex)
+    assert not isinstance(index.backend_.index, sharded.ShardedHNSWIndex)
 
 
 def test_cells_over_a_projection(small_cells):
@@ -54,8 +54,8 @@ def test_graph_recall_and_thread_count_independence(small_cells):
     exact = nearest_neighbors(X, 15, method="exact")[0]
     one, index = nearest_neighbors(X, 15, method="hnsw", n_jobs=1)
     two = nearest_neighbors(X, 15, method="hnsw", n_jobs=2)[0]
-    assert isinstance(index._hnsw, sharded.ShardedHNSWIndex)
-    assert len(index._hnsw.members) == 12
+    assert isinstance(index.backend_.index, sharded.ShardedHNSWIndex)
+    assert len(index.backend_.index.members) == 12
     # measured 0.973; cells of 500 cut the 8 clusters more often than
     # cells of 25,000 cut real data, where the sharded graph matches the unsharded one
     assert _recall(one.indices, exact.indices) > 0.95
@@ -131,7 +131,7 @@ def test_cells_smaller_than_k_fall_back_to_exact(small_cells):
     X = _mixture(3000, 8, seed=2)
     X[:4] = 500.0 + np.arange(4, dtype=np.float32)[:, None]  # far away: a cell of its own
     index = NeighborIndex(method="hnsw").build(X)
-    cells = index._hnsw.members
+    cells = index.backend_.index.members
     assert min(c.size for c in cells) < 15
     graph = index.knn_graph(15)
     exact = nearest_neighbors(X, 15, method="exact")[0]
@@ -143,10 +143,11 @@ def test_cells_smaller_than_k_fall_back_to_exact(small_cells):
 def test_saved_model_rebuilds_the_cells(small_cells, tmp_path):
     X = _mixture(3000, 20, seed=4)
     model = unimap.UMAP(n_epochs=20, random_state=0, knn_method="hnsw").fit(X)
-    assert isinstance(model._index._hnsw, sharded.ShardedHNSWIndex)
+    assert isinstance(model._index.backend_.index, sharded.ShardedHNSWIndex)
     loaded = unimap.load(model.save(tmp_path / "m.unimap"))
-    assert isinstance(loaded._index._hnsw, sharded.ShardedHNSWIndex)
-    np.testing.assert_array_equal(model._index._hnsw.centroids, loaded._index._hnsw.centroids)
+    assert isinstance(loaded._index.backend_.index, sharded.ShardedHNSWIndex)
+    np.testing.assert_array_equal(model._index.backend_.index.centroids,
+                                  loaded._index.backend_.index.centroids)
     new = X[:200] + np.float32(0.05)
     np.testing.assert_array_equal(model.transform(new), loaded.transform(new))
     np.testing.assert_array_equal(model.transform(new),

@@ -93,7 +93,7 @@ def test_a_sparse_model_saves_and_loads_with_its_sparse_rows(digits, tmp_path):
     X, _ = digits
     model = GDR(knn_method="nndescent", random_state=0).fit(X[:800])
     again = unimap.load(model.save(tmp_path / "sparse.unimap"))
-    assert sp.issparse(again._index._nnd_data)
+    assert sp.issparse(again._index.indexed_rows())
     np.testing.assert_array_equal(again.transform(X[800:820]), model.transform(X[800:820]))
 
 

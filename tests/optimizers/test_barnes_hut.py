@@ -1,8 +1,12 @@
 import numpy as np
 import pytest
 
-from unimap.optimizers.repulsion.barnes_hut import bh_repulsion, bh_repulsion_query, build_tree
-from unimap.optimizers.repulsion.bh_tree_numba import LEAF_SIZE
+from unimap.optimizers.gradient_descent.repulsion.barnes_hut import (
+    bh_repulsion,
+    bh_repulsion_query,
+    build_tree,
+)
+from unimap.optimizers.gradient_descent.repulsion.bh_tree_numba import LEAF_SIZE
 from unimap.runtime.threads import numba_threads
 
 

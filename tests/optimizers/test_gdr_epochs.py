@@ -1,4 +1,5 @@
-"""The chunked 2-D GDR epochs (unimap.optimizers.gdr_epochs_numba) against the per-epoch kernel."""
+"""The chunked 2-D GDR epochs (unimap.optimizers.gdr.chunked_epochs_numba) against the per-epoch
+kernel."""
 
 import os
 import subprocess
@@ -10,9 +11,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap.optimizers.gdr_common_numba import CSR, HeavyBall, TransposedCSR, UMAPForces
-from unimap.optimizers.gdr_epochs_numba import epoch_buffers, umap_epochs_2d
-from unimap.optimizers.gdr_numba import umap_epoch
+from unimap.optimizers.gdr.chunked_epochs_numba import epoch_buffers, unnormalized_epochs_2d
+from unimap.optimizers.gdr.common_numba import CSR, HeavyBall, TransposedCSR, UnnormalizedForces
+from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
 from unimap.runtime.threads import numba_threads
 
 f32 = np.float32
@@ -44,9 +45,9 @@ def _per_epoch(edges, init, rates, pool):
     Y, V = init.copy(), np.zeros_like(init)
     Y_next, F = np.empty_like(Y), np.empty_like(Y)
     for epoch, rate in enumerate(rates):
-        umap_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*empty), UMAPForces(*ARGS[:6]),
-                   HeavyBall(ARGS[6], f32(0.5)), rate, np.uint64(3), np.int64(epoch), False,
-                   negative_pool=pool)
+        gdr_unnormalized_epoch(Y, Y_next, F, V, CSR(*edges), TransposedCSR(*empty),
+                               UnnormalizedForces(*ARGS[:6]), HeavyBall(ARGS[6], f32(0.5)), rate,
+                               np.uint64(3), np.int64(epoch), False, negative_pool=pool)
         Y, Y_next = Y_next, Y
     return Y
 
@@ -57,10 +58,10 @@ def _chunked(edges, init, rates, pool, workers, chunk):
     weight = ARGS[2] if pool == 0 else f32(ARGS[2] * f32(n / (n - 1)))
     Y, V, F = epoch_buffers(init)
     for start in range(0, len(rates), chunk):
-        umap_epochs_2d(Y, F, V, CSR(*edges), TransposedCSR(*empty),
-                       UMAPForces(ARGS[0], ARGS[1], weight, *ARGS[3:6]),
-                       HeavyBall(ARGS[6], f32(0.5)), rates[start:start + chunk], np.uint64(3),
-                       np.int64(start), np.int64(workers), np.int64(pool))
+        unnormalized_epochs_2d(Y, F, V, CSR(*edges), TransposedCSR(*empty),
+                               UnnormalizedForces(ARGS[0], ARGS[1], weight, *ARGS[3:6]),
+                               HeavyBall(ARGS[6], f32(0.5)), rates[start:start + chunk],
+                               np.uint64(3), np.int64(start), np.int64(workers), np.int64(pool))
     return Y[len(rates) % 3]
 
 
@@ -103,20 +104,21 @@ def test_a_swapped_argument_group_does_not_compile(problem):
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
     Y, V = init.copy(), np.zeros_like(init)
     Y_next, F = np.empty_like(Y), np.empty_like(Y)
-    forces, step = UMAPForces(*ARGS[:6]), HeavyBall(ARGS[6], f32(0.5))
+    forces, step = UnnormalizedForces(*ARGS[:6]), HeavyBall(ARGS[6], f32(0.5))
     swaps = [(TransposedCSR(*empty), CSR(*edges), forces, step),
              (CSR(*edges), TransposedCSR(*empty), step, forces)]
     for args in swaps:
         with pytest.raises(TypingError):
-            umap_epoch(Y, Y_next, F, V, *args, f32(0.1), np.uint64(3), np.int64(0), False)
+            gdr_unnormalized_epoch(Y, Y_next, F, V, *args, f32(0.1), np.uint64(3), np.int64(0),
+                                   False)
 
 
 def test_the_normalized_forces_refuse_a_swapped_group(problem):
     # GDR's normalized forces read their groups by name too.
     from numba.core.errors import TypingError
 
-    from unimap.optimizers.gdr_common_numba import SampledKernel
-    from unimap.optimizers.gdr_normalized_numba import tsne_forces
+    from unimap.optimizers.gdr.common_numba import SampledKernel
+    from unimap.optimizers.gdr.normalized_numba import gdr_normalized_forces
 
     edges, init = problem
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
@@ -124,8 +126,8 @@ def test_the_normalized_forces_refuse_a_swapped_group(problem):
     marks = np.zeros((2, init.shape[0]), np.uint8)
     kernel = SampledKernel(f32(1.0), 1.0, f32(1.0), f32(1.0))
     with pytest.raises(TypingError):
-        tsne_forces(init, A, R, z, marks, TransposedCSR(*empty), CSR(*edges), kernel,
-                    np.uint64(0), np.int64(0), False, True)
-    tsne_forces(init, A, R, z, marks, CSR(*edges), TransposedCSR(*empty), kernel, np.uint64(0),
-                np.int64(0), False, True)
+        gdr_normalized_forces(init, A, R, z, marks, TransposedCSR(*empty), CSR(*edges), kernel,
+                              np.uint64(0), np.int64(0), False, True)
+    gdr_normalized_forces(init, A, R, z, marks, CSR(*edges), TransposedCSR(*empty), kernel,
+                          np.uint64(0), np.int64(0), False, True)
     assert np.isfinite(A).all() and np.isfinite(R).all() and (z > 0).all()

@@ -2,8 +2,8 @@ import numba
 import numpy as np
 import pytest
 
-from unimap.optimizers.repulsion import fft as tsne_fft
-from unimap.optimizers.repulsion.fft import fft_repulsion
+from unimap.optimizers.gradient_descent.repulsion import fft as tsne_fft
+from unimap.optimizers.gradient_descent.repulsion.fft import fft_repulsion
 
 
 def _exact(Y, dof):

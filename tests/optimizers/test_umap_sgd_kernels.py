@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from unimap.optimizers.umap_sgd import _sampling_plan
-from unimap.optimizers.umap_sgd_numba import SGDKernel, sgd_epoch_edges_2d, sgd_epoch_rows
+from unimap.optimizers.umap_sgd.common import fit_sampling_plan, place_sampling_plan
+from unimap.optimizers.umap_sgd.epochs_numba import SGDKernel, sgd_epoch_edges_2d, sgd_epoch_rows
 
 f32 = np.float32
 
@@ -15,7 +15,10 @@ def _problem(fitting):
     rng = np.random.default_rng(0)
     P = sp.random(40, 40, density=0.2, random_state=1, format="csr", dtype=np.float32)
     P = (P + P.T).tocsr()
-    edges, schedule, _ = _sampling_plan(P, fitting, 10, None, 5.0)
+    if fitting:
+        edges, schedule, _ = fit_sampling_plan(P, 10, 5.0)
+    else:
+        edges, schedule = place_sampling_plan(P, 10, None, 5.0)
     return rng.standard_normal((40, 2)).astype(np.float32), edges, schedule
 
 

@@ -51,7 +51,7 @@ def _inject_nan(monkeypatch, module, name, at_epoch, target):
 
 
 def test_umap_sgd_fault_is_caught_at_its_epoch(small, monkeypatch):
-    from unimap.optimizers import umap_sgd_numba as umap_sgd
+    from unimap.optimizers.umap_sgd import epochs_numba as umap_sgd
 
     _inject_nan(monkeypatch, umap_sgd, "sgd_epoch_edges_2d", 6, 0)
     with pytest.raises(NonFiniteError, match=r"UMAP: the embedding became NaN or infinite at "
@@ -61,9 +61,9 @@ def test_umap_sgd_fault_is_caught_at_its_epoch(small, monkeypatch):
 
 
 def test_gdr_full_batch_fault_is_caught_at_its_epoch(small, monkeypatch):
-    from unimap.optimizers import gdr_numba as gdr
+    from unimap.optimizers.gdr import unnormalized_numba as gdr
 
-    _inject_nan(monkeypatch, gdr, "umap_epoch", 4, 1)  # Y_out is the second argument
+    _inject_nan(monkeypatch, gdr, "gdr_unnormalized_epoch", 4, 1)  # Y_out is the second argument
     with pytest.raises(NonFiniteError, match=r"GDR: the embedding became NaN or infinite at "
                                              r"epoch 5 \(first in row 3"):
         GDR(n_components=3, n_epochs=30, random_state=0).fit(small)  # one epoch per call
@@ -72,9 +72,9 @@ def test_gdr_full_batch_fault_is_caught_at_its_epoch(small, monkeypatch):
 def test_gdr_2d_fault_is_caught_in_its_chunk(small, monkeypatch):
     """The 2-D epochs run EPOCH_CHUNK (10) per call: a NaN that appears in the second call
     is named with that call's epochs."""
-    from unimap.optimizers import gdr_epochs_numba as gdr_epochs
+    from unimap.optimizers.gdr import chunked_epochs_numba as gdr_epochs
 
-    real, calls = gdr_epochs.umap_epochs_2d, {"n": 0}
+    real, calls = gdr_epochs.unnormalized_epochs_2d, {"n": 0}
 
     def faulty(Y, *args):
         real(Y, *args)
@@ -82,14 +82,14 @@ def test_gdr_2d_fault_is_caught_in_its_chunk(small, monkeypatch):
         if calls["n"] == 2:  # after epochs 11-20 the positions are in Y[20 % 3]
             Y[20 % 3][3, 0] = np.nan
 
-    monkeypatch.setattr(gdr_epochs, "umap_epochs_2d", faulty)
+    monkeypatch.setattr(gdr_epochs, "unnormalized_epochs_2d", faulty)
     with pytest.raises(NonFiniteError, match=r"GDR: the embedding became NaN or infinite "
                                              r"between epochs 11 and 20 \(first in row 3"):
         GDR(n_epochs=30, random_state=0).fit(small)
 
 
 def test_gdr_normalized_nonfinite_force_is_named(small, monkeypatch):
-    from unimap.optimizers.forces import SampledForces
+    from unimap.optimizers.gdr.forces import SampledForces
 
     real = SampledForces.__call__
 
@@ -111,7 +111,7 @@ def test_tsne_divergence_fails_loudly(small):
 
 
 def test_transform_fault_is_caught(small, monkeypatch):
-    from unimap.optimizers import umap_sgd_numba as umap_sgd
+    from unimap.optimizers.umap_sgd import epochs_numba as umap_sgd
 
     model = UMAP(n_epochs=20, random_state=0).fit(small)
     _inject_nan(monkeypatch, umap_sgd, "sgd_epoch_rows", 2, 0)

@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from unimap.neighbors.cells_numba import wall_distances
-from unimap.neighbors.kmeans import _sq_distances
+from unimap.neighbors.kmeans import centroid_sq_distances
 from unimap.neighbors.sharded import within_reach
 from unimap.runtime.distance_numba import sq_dist
 
@@ -46,10 +46,10 @@ def test_wall_distances_and_reach_are_the_numpy_forms():
     rows = rng.normal(size=(2000, 20))
     cents = rng.normal(size=(7, 20))
     cents[4] = cents[2]
-    sq = _sq_distances(rows, cents)
+    sq = centroid_sq_distances(rows, cents)
     home = np.argmin(sq, axis=1).astype(np.int32)
     kth = np.sqrt(sq.min(axis=1) * rng.uniform(1.0, 6.0, 2000))[:, None]
-    gaps = np.sqrt(_sq_distances(cents, cents))
+    gaps = np.sqrt(centroid_sq_distances(cents, cents))
     own = np.take_along_axis(sq, home[:, None].astype(np.int64), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = (sq - own) / (2.0 * gaps[home])

@@ -2,7 +2,7 @@
 
 The same two steps as the CPU's: Aᵀ by a counting sort on the columns, then row i of the
 result as one merge of row i of A with row i of Aᵀ, counted first and written second, each
-row by :func:`unimap.affinity.symmetrize_numba._merge_row` itself (one thread per row), so
+row by :func:`unimap.affinity.symmetrize_numba.merge_row` itself (one thread per row), so
 the values are computed by the same code in the same order.
 
 The counting sort is the only step where threads share memory: each entry of A takes a slot
@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from unimap.affinity.symmetrize_numba import DIRECTED, _merge_row
+from unimap.affinity.symmetrize_numba import DIRECTED, merge_row
 from unimap.runtime.common_cuda import as_device, check_device_memory, on_target, rows_launch
 
 __all__ = ["combined_cuda", "device_bytes"]
 
-_merge = on_target(_merge_row)
+_merge = on_target(merge_row)
 
 # Shell sort gaps (Ciura's): a row of Aᵀ holds a point's in-degree, a few dozen entries for
 # most points but thousands at a hub of high-dimensional data, where an insertion sort's

@@ -77,7 +77,7 @@ def _sort_row(columns, start, end, order):
 
 
 @numba.njit(inline="always", cache=True)
-def _merge_row(i, indptr, columns, data, t_indptr, t_columns, t_data, mode, zero, mix, rest,
+def merge_row(i, indptr, columns, data, t_indptr, t_columns, t_data, mode, zero, mix, rest,
                divisor, drop_self, write, out_indptr, out_columns, out_data, order, stored):
     """Row i of :func:`combine_rows`; ``order`` and ``stored`` are the worker's scratch."""
     p, p_end = 0, indptr[i + 1] - indptr[i]
@@ -140,7 +140,7 @@ def combine_rows(indptr, columns, data, t_indptr, t_columns, t_data, mode, zero,
         block = claim(next_block)
         while block < n_blocks:
             for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
-                _merge_row(i, indptr, columns, data, t_indptr, t_columns, t_data, mode, zero,
+                merge_row(i, indptr, columns, data, t_indptr, t_columns, t_data, mode, zero,
                            mix, rest, divisor, drop_self, write, out_indptr, out_columns,
                            out_data, order[worker], stored[worker])
             block = claim(next_block)

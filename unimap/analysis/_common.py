@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from unimap.metrics import _common as _metrics_common
-from unimap.metrics._checks import _check_pair
-from unimap.metrics._common import _prepare_rows
+from unimap.metrics import common as _metrics_common
+from unimap.metrics.checks import check_pair as check_metric_pair
+from unimap.metrics.common import prepare_rows
 from unimap.runtime.validation import check_int
 
 __all__ = ["check_pair", "sample_points", "sample_pair_distances", "rows_per_block",
@@ -21,7 +21,7 @@ _PDIST_METRICS = {"euclidean": "euclidean", "manhattan": "cityblock"}
 
 def check_pair(X: Any, embedding: Any, metric: str, min_samples: int = 1):
     """The data and its embedding, validated row for row (see :mod:`unimap.metrics`)."""
-    return _check_pair(X, embedding, metric, min_samples=min_samples)
+    return check_metric_pair(X, embedding, metric, min_samples=min_samples)
 
 
 def sample_points(n: int, n_samples: Any, rng: np.random.Generator, low: int = 1) -> np.ndarray:
@@ -39,7 +39,7 @@ def _within_distances(A: np.ndarray, metric: str) -> np.ndarray:
 
     if metric in _PDIST_METRICS:
         return pdist(np.asarray(A, dtype=np.float64), metric=_PDIST_METRICS[metric])
-    P = _prepare_rows(A, metric)  # cosine, correlation: 1 - cosine of (centred) unit rows
+    P = prepare_rows(A, metric)  # cosine, correlation: 1 - cosine of (centred) unit rows
     rows, cols = np.triu_indices(P.shape[0], 1)
     return 1.0 - (P @ P.T)[rows, cols]
 
@@ -64,7 +64,7 @@ def sample_pair_distances(X: np.ndarray, embedding: np.ndarray, ids: np.ndarray,
 
 def rows_per_block(n: int, arrays: int = 4) -> int:
     """Rows of ``n`` float64 distances that fit ``arrays`` times in the metrics' block size."""
-    return max(1, _metrics_common._BLOCK_BYTES // (8 * arrays * max(n, 1)))
+    return max(1, _metrics_common.BLOCK_BYTES // (8 * arrays * max(n, 1)))
 
 
 class RowOrder:
@@ -82,7 +82,7 @@ class RowOrder:
         self.metric = metric
         self.sq_norms = None
         if metric in ("cosine", "correlation"):
-            self.data = _prepare_rows(data, metric)
+            self.data = prepare_rows(data, metric)
         elif metric == "euclidean":
             self.data = data - data.mean(axis=0, dtype=np.float64).astype(data.dtype)
             self.sq_norms = np.einsum("ij,ij->i", self.data, self.data, dtype=np.float64)

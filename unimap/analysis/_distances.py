@@ -25,19 +25,21 @@ from unimap.analysis._distance_results import (
     SortedDistances,
     SortIndexChange,
 )
-from unimap.metrics._common import _rng
+from unimap.metrics.common import make_rng
 
-__all__ = ["sort_index_change", "distance_comparison", "sorted_distances", "relative_error"]
+__all__ = ["sort_index_change", "distance_comparison", "sorted_distances", "relative_error",
+           "sample_pairs", "sort_index_change_from_pairs", "distance_comparison_from_pairs",
+           "sorted_distances_from_pairs", "relative_error_from_pairs"]
 
 
 # -- computations on sorted pairs (shared with embedding_analysis) -----------------------------
-def _sample(X, embedding, n_samples, random_state, metric):
+def sample_pairs(X, embedding, n_samples, random_state, metric):
     X, embedding = check_pair(X, embedding, metric, min_samples=3)
-    ids = sample_points(X.shape[0], n_samples, _rng(random_state), low=3)
+    ids = sample_points(X.shape[0], n_samples, make_rng(random_state), low=3)
     return sample_pair_distances(X, embedding, ids, metric)
 
 
-def _sort_index_change(pairs, high, low, n_bins) -> SortIndexChange:
+def sort_index_change_from_pairs(pairs, high, low, n_bins) -> SortIndexChange:
     from scipy.stats import rankdata
 
     rank_high = rankdata(high) - 1.0
@@ -48,7 +50,7 @@ def _sort_index_change(pairs, high, low, n_bins) -> SortIndexChange:
                            float(np.abs(change).mean()))
 
 
-def _distance_comparison(pairs, high, low, n_bins) -> DistanceComparison:
+def distance_comparison_from_pairs(pairs, high, low, n_bins) -> DistanceComparison:
     _, bin_high = binned_mean(high, n_bins)
     _, bin_low = binned_mean(low, n_bins)
     if np.ptp(high) > 0 and np.ptp(low) > 0:
@@ -60,12 +62,12 @@ def _distance_comparison(pairs, high, low, n_bins) -> DistanceComparison:
     return DistanceComparison(pairs, high, low, bin_high, bin_low, pearson, slope)
 
 
-def _sorted_distances(pairs, high, low, n_bins) -> SortedDistances:
+def sorted_distances_from_pairs(pairs, high, low, n_bins) -> SortedDistances:
     position, bin_low = binned_mean(low, n_bins)
     return SortedDistances(pairs, low, position, bin_low)
 
 
-def _relative_error(pairs, high, low, n_bins) -> RelativeError:
+def relative_error_from_pairs(pairs, high, low, n_bins) -> RelativeError:
     high = high / high.max() if high.max() > 0 else high.copy()
     low = low / low.max() if low.max() > 0 else low.copy()
     signed = (high - low) / np.where(high == 0, 1.0, high)
@@ -114,7 +116,8 @@ default="euclidean"
     >>> bool(0 < result.mean_abs_change < 0.5)
     True
     """
-    return _sort_index_change(*_sample(X, embedding, n_samples, random_state, metric), n_bins)
+    pairs = sample_pairs(X, embedding, n_samples, random_state, metric)
+    return sort_index_change_from_pairs(*pairs, n_bins)
 
 
 def distance_comparison(X: Any, embedding: Any, n_samples: int = 1000, random_state: Any = None,
@@ -156,8 +159,8 @@ default="euclidean"
     >>> bool(result.pearson > 0.5)  # PCA keeps distances roughly in proportion
     True
     """
-    return _distance_comparison(*_sample(X, embedding, n_samples, random_state, metric),
-                                n_bins)
+    pairs = sample_pairs(X, embedding, n_samples, random_state, metric)
+    return distance_comparison_from_pairs(*pairs, n_bins)
 
 
 def sorted_distances(X: Any, embedding: Any, n_samples: int = 1000, random_state: Any = None,
@@ -196,7 +199,8 @@ default="euclidean"
     >>> result.low.shape, result.bin_low.shape
     ((19900,), (100,))
     """
-    return _sorted_distances(*_sample(X, embedding, n_samples, random_state, metric), n_bins)
+    pairs = sample_pairs(X, embedding, n_samples, random_state, metric)
+    return sorted_distances_from_pairs(*pairs, n_bins)
 
 
 def relative_error(X: Any, embedding: Any, n_samples: int = 1000, random_state: Any = None,
@@ -237,4 +241,5 @@ default="euclidean"
     >>> bool(0 <= result.median_error <= 1)
     True
     """
-    return _relative_error(*_sample(X, embedding, n_samples, random_state, metric), n_bins)
+    pairs = sample_pairs(X, embedding, n_samples, random_state, metric)
+    return relative_error_from_pairs(*pairs, n_bins)

@@ -17,7 +17,7 @@ from unimap.analysis._common import (
     rows_per_block,
     sample_points,
 )
-from unimap.metrics._common import _rng
+from unimap.metrics.common import make_rng
 from unimap.runtime.validation import check_int
 
 __all__ = ["NeighborOverlap", "neighbor_overlap", "plot_neighbor_overlap"]
@@ -162,7 +162,7 @@ default="euclidean"
     n = X.shape[0]
     width = check_int(width, "width", 1)
     ks = _check_ks(ks, n, width)
-    anchors = sample_points(n, n_samples, _rng(random_state))
+    anchors = sample_points(n, n_samples, make_rng(random_state))
     depth = int(ks.max()) + width - 1
     columns = (ks - 1)[:, None] + np.arange(width)[None, :]
     high_order, low_order = RowOrder(X, metric), RowOrder(embedding, "euclidean")

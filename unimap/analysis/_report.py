@@ -21,14 +21,14 @@ from unimap.analysis._distance_results import (
     plot_sorted_distances,
 )
 from unimap.analysis._distances import (
-    _distance_comparison,
-    _relative_error,
-    _sample,
-    _sort_index_change,
-    _sorted_distances,
+    distance_comparison_from_pairs,
+    relative_error_from_pairs,
+    sample_pairs,
+    sort_index_change_from_pairs,
+    sorted_distances_from_pairs,
 )
 from unimap.analysis._overlap import NeighborOverlap, neighbor_overlap, plot_neighbor_overlap
-from unimap.metrics._common import _rng
+from unimap.metrics.common import make_rng
 
 __all__ = ["EmbeddingAnalysis", "embedding_analysis", "plot_embedding_analysis"]
 
@@ -103,15 +103,15 @@ default="euclidean"
     >>> report.sort_index_change.change.shape, report.neighbor_overlap.per_anchor.shape[0]
     ((19900,), 200)
     """
-    rng = _rng(random_state)
-    sample = _sample(X, embedding, n_samples, rng, metric)
+    rng = make_rng(random_state)
+    sample = sample_pairs(X, embedding, n_samples, rng, metric)
     return EmbeddingAnalysis(
-        sort_index_change=_sort_index_change(*sample, n_bins),
-        distance_comparison=_distance_comparison(*sample, n_bins),
-        sorted_distances=_sorted_distances(*sample, n_bins),
+        sort_index_change=sort_index_change_from_pairs(*sample, n_bins),
+        distance_comparison=distance_comparison_from_pairs(*sample, n_bins),
+        sorted_distances=sorted_distances_from_pairs(*sample, n_bins),
         neighbor_overlap=neighbor_overlap(X, embedding, ks, width, n_samples, rng,
                                           metric=metric),
-        relative_error=_relative_error(*sample, n_bins),
+        relative_error=relative_error_from_pairs(*sample, n_bins),
     )
 
 

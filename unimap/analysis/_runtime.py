@@ -12,7 +12,7 @@ import numpy as np
 
 from unimap.analysis._common import ShortRepr, pyplot
 from unimap.analysis._stability import clone_estimator
-from unimap.metrics._common import _rng
+from unimap.metrics.common import make_rng
 from unimap.runtime.validation import check_int
 
 __all__ = ["RuntimeProfile", "runtime_profile", "plot_runtime_profile"]
@@ -143,7 +143,7 @@ def runtime_profile(
     dims = _check_dims(dims)
     n_samples = check_int(n_samples, "n_samples", 2)
     n_repeats = check_int(n_repeats, "n_repeats", 1)
-    rng = _rng(random_state)
+    rng = make_rng(random_state)
     if estimator is None:
         from unimap.methods.umap import UMAP
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from unimap.analysis._common import ShortRepr, pyplot
-from unimap.metrics._common import _rng
+from unimap.metrics.common import make_rng
 from unimap.runtime.validation import check_array, check_float, check_int
 
 __all__ = ["SubsampleStability", "subsample_stability", "plot_subsample_stability",
@@ -238,7 +238,7 @@ def subsample_stability(
 
         estimator = UMAP
     reference = _reference_embedding(X, estimator, embedding)
-    rng = _rng(random_state)
+    rng = make_rng(random_state)
     indices = np.stack([np.sort(rng.choice(n, size=n_sub, replace=False))
                         for _ in range(n_repeats)])
     aligned = np.empty((n_repeats, n_sub, reference.shape[1]))

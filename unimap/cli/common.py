@@ -1,6 +1,7 @@
-"""What the ``unimap`` commands share: the usage error (exit status 2), reading the input
-data (a table or a built-in dataset, with its labels) and an embedding file, and checking an
-output path before any work is done. Each command's own module imports these.
+"""What the ``unimap`` commands share: the usage error (exit status 2), the help texts of the
+options several commands have, reading the input data (a table or a built-in dataset, with its
+labels) and an embedding file, and checking an output path before any work is done. Each
+command's own module imports these.
 """
 
 from __future__ import annotations
@@ -13,14 +14,33 @@ import numpy as np
 from unimap.io.read import read_labels, read_table
 from unimap.io.write import WRITE_FORMATS, check_output_path
 
-__all__ = ["UsageError"]
+__all__ = ["UsageError", "USE_REP_HELP", "LABEL_HELP", "SEED_HELP", "JOBS_HELP", "PALETTE_HELP",
+           "LEGEND_HELP", "DIMS_HELP", "load_input", "output_path", "file_path", "same_file",
+           "refuse_overwriting_inputs", "strict_json", "read_embedding", "kernels_look_cached",
+           "compile_notice"]
 
 
 class UsageError(ValueError):
     """A command line that cannot work as given (exit status 2; other failures exit 1)."""
 
 
-def _load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
+# The help of the options that several commands have.
+USE_REP_HELP = ("the data of an .h5ad: X or an obsm key (default X_pca when present, else X); "
+                "of an .npz: the array's name")
+LABEL_HELP = ("labels: a CSV column (name or 0-based index), a Parquet column, an .h5ad obs "
+              "column, or an .npz array")
+SEED_HELP = "seed of the random numbers: the same seed gives the same result (default 0)"
+JOBS_HELP = "threads to use (default -1: all cores)"
+PALETTE_HELP = ("the colours of the categories: a matplotlib colour map name (tab20, Set2, "
+                "...) or colours separated by commas (default: a 102-colour palette that "
+                "keeps 50 categories apart)")
+LEGEND_HELP = ("static pictures: where the category names go: 'right margin' (default), "
+               "'on data' (at each category's centre, as scanpy's legend_loc) or 'none'")
+DIMS_HELP = ("the two columns of the embedding to draw, counted from 0, e.g. 0,1 or 1,2 "
+             "(needed when it has more than two)")
+
+
+def load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
     from unimap.datasets import BUILTIN, load_builtin
 
     if args.input in BUILTIN and not Path(args.input).exists():
@@ -34,16 +54,16 @@ def _load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
     return X, labels, Path(args.input).stem
 
 
-def _output_path(path: str, option: str) -> Path:
+def output_path(path: str, option: str) -> Path:
     """An output file's path, its format checked (a UsageError) and its library present
     (an ImportError naming the extra) before any work is done."""
     if Path(path).suffix.lower() not in WRITE_FORMATS:
         raise UsageError(f"{option} must end in {', '.join(WRITE_FORMATS)}, got "
                          f"{Path(path).name!r}")
-    return check_output_path(_file_path(path, option))
+    return check_output_path(file_path(path, option))
 
 
-def _file_path(path: str, option: str) -> Path:
+def file_path(path: str, option: str) -> Path:
     """An output file's path checked before any work is done: not a folder, and not under
     an existing file (a missing folder is created when the file is written)."""
     out = Path(path)
@@ -57,19 +77,19 @@ def _file_path(path: str, option: str) -> Path:
     return out
 
 
-def _same_file(a: str | Path, b: str | Path) -> bool:
+def same_file(a: str | Path, b: str | Path) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:  # either is missing: compare the paths they would be
         return Path(a).resolve() == Path(b).resolve()
 
 
-def _refuse_overwriting_inputs(outputs: dict[str, str | Path | None],
-                               inputs: list[str | None]) -> None:
+def refuse_overwriting_inputs(outputs: dict[str, str | Path | None],
+                              inputs: list[str | None]) -> None:
     """A UsageError where an output would replace an input file (before any work)."""
     for option, out in outputs.items():
         for source in inputs:
-            if out is not None and source and Path(source).is_file() and _same_file(out, source):
+            if out is not None and source and Path(source).is_file() and same_file(out, source):
                 raise UsageError(f"{option} {str(out)!r} is an input of this command; "
                                  "refusing to overwrite it (choose another name)")
 
@@ -86,7 +106,7 @@ def strict_json(value):
     return value
 
 
-def _read_embedding(path: str, use_rep: str | None) -> np.ndarray:
+def read_embedding(path: str, use_rep: str | None) -> np.ndarray:
     if not Path(path).is_file():
         raise FileNotFoundError(f"no embedding file {path!r}")
     return read_table(path, use_rep=use_rep)[0]
@@ -99,10 +119,11 @@ def kernels_look_cached() -> bool:
     compile for tens of seconds without a word; ``unimap info`` checks each kernel."""
     import unimap
 
-    places = [Path(unimap.__file__).parent / "optimizers" / "__pycache__"]
+    places = [Path(unimap.__file__).parent / "optimizers" / "umap_sgd" / "__pycache__"]
     if os.environ.get("NUMBA_CACHE_DIR"):
         places.append(Path(os.environ["NUMBA_CACHE_DIR"]))
-    return any(place.is_dir() and next(place.rglob("*umap_sgd_numba*.nbi"), None) is not None
+    # UMAP's 2-D fit epoch (unimap/optimizers/umap_sgd/epochs_numba.py), found by its name
+    return any(place.is_dir() and next(place.rglob("*.sgd_epoch_edges_2d-*.nbi"), None) is not None
                for place in places)
 
 

@@ -1,11 +1,12 @@
 """``unimap embed``: fit one method on a table or built-in dataset, write the embedding (and
-optionally the model), then its picture (a static figure or the interactive map). Also which
-options each method takes and how the command line becomes an estimator, which ``unimap
-compare`` reuses.
+optionally the model), then its picture (a static figure or the interactive map). Also its
+arguments (:func:`add_parser`), which options each method takes and how the command line
+becomes an estimator, which ``unimap compare`` reuses.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import sys
@@ -15,16 +16,24 @@ from pathlib import Path
 import numpy as np
 
 from unimap.cli.common import (
+    DIMS_HELP,
+    JOBS_HELP,
+    LABEL_HELP,
+    LEGEND_HELP,
+    PALETTE_HELP,
+    SEED_HELP,
+    USE_REP_HELP,
     UsageError,
-    _file_path,
-    _load_input,
-    _output_path,
-    _refuse_overwriting_inputs,
-    _same_file,
     compile_notice,
+    file_path,
+    load_input,
+    output_path,
+    refuse_overwriting_inputs,
+    same_file,
     strict_json,
 )
 from unimap.cli.picture import (
+    LEGEND_LOCATIONS,
     DrawingError,
     check_can_draw,
     check_dims,
@@ -44,6 +53,118 @@ METHOD_OPTIONS = ("n_neighbors", "min_dist", "perplexity", "metric", "metric_kwd
                   "n_epochs", "target_weight", "densmap", "disconnection_distance")
 # The run's settings, passed to every estimator that has the parameter.
 _RUN_SETTINGS = ("n_components", "random_state", "n_jobs", "verbose", "max_memory", "device")
+
+
+_EMBED_DESCRIPTION = """Fit one method and write the embedding, and a picture of it.
+
+What is written:
+  the embedding  --embedding FILE; default: the picture's name with .npy, or
+                 INPUT_METHOD.npy in the current folder without a picture; none with
+                 --write-back alone (it goes into the input .h5ad)
+  the model      --save-model FILE (for 'unimap transform')
+  a picture      -o FILE (.png, .svg, .pdf, or .html: the interactive map); without -o,
+                 INPUT_METHOD.png in the current folder (cells.h5ad -> cells_umap.png), but
+                 only when no other output (--embedding, --write-back, --save-model) is
+                 asked for; never with --no-plot
+
+Every output is checked before the fit (a static picture needs matplotlib: pip install
+"unimap[plot]"), no output replaces an input, and the embedding and the model are written
+before the picture, so a failed picture loses neither."""
+
+
+def _for(option: str, variants: dict, *, defaults: bool = True) -> str:
+    """The methods that take ``option``, each with the default its declaration states."""
+    return ", ".join(key + (f" (default {v.options[option]})"
+                            if defaults and v.options[option] else "")
+                     for key, (_, v) in variants.items() if option in v.options)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``embed`` and its arguments to ``subparsers`` (of :func:`unimap.cli.main.build_parser`):
+    the choices and help of ``--method`` and of the method options come from the declared
+    methods (:func:`unimap.methods.registry.variants`), each of which may name only options
+    the command line has (a RuntimeError otherwise)."""
+    from unimap.methods import registry
+
+    variants = registry.variants()  # the declared methods: built in, or loaded from elsewhere
+    for key, (_, variant) in variants.items():
+        unknown = set(variant.options) - set(METHOD_OPTIONS)
+        if unknown:
+            raise RuntimeError(f"method {key!r} declares options the command line does not "
+                               f"have: {sorted(unknown)} (it has {list(METHOD_OPTIONS)})")
+    embed = subparsers.add_parser("embed", help="embed a table or built-in dataset; write the "
+                                  "embedding and a picture", description=_EMBED_DESCRIPTION,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    embed.add_argument("input", help="a .npy/.npz/.csv/.tsv/.parquet/.h5ad file, or a built-in "
+                       "dataset: digits, mnist, blobs")
+    embed.add_argument("-o", "--output", metavar="FILE",
+                       help="the picture: .png, .svg, .pdf (these need matplotlib: the 'plot' "
+                       "extra) or .html, the interactive map; default: INPUT_METHOD.png in the "
+                       "current folder when no other output is asked for")
+    embed.add_argument("--no-plot", action="store_true",
+                       help="write no picture (only the embedding, and the model if asked)")
+    embed.add_argument("--dims", metavar="I,J", help=DIMS_HELP)
+    embed.add_argument("--palette", metavar="NAME|C1,C2,...", help=PALETTE_HELP)
+    embed.add_argument("--legend-loc", choices=LEGEND_LOCATIONS, default="right margin",
+                       help=LEGEND_HELP)
+    embed.add_argument("--embedding", metavar="FILE",
+                       help="embedding file (.npy, .csv, .tsv, .parquet or .h5ad); default: "
+                       "the picture's name with .npy, or INPUT_METHOD.npy in the current "
+                       "folder (with .METHOD.npy where that would be the input; none with "
+                       "--write-back)")
+    embed.add_argument("--write-back", action="store_true",
+                       help="write the embedding into the input .h5ad: obsm['X_<method>'] and "
+                       "the parameters in uns['<method>'] (the file is rewritten atomically)")
+    embed.add_argument("--use-rep", help=USE_REP_HELP)
+    embed.add_argument("--method", choices=method_names(), default="umap",
+                       help="; ".join(f"{v.key}: {v.summary}" for _, v in variants.values()))
+    embed.add_argument("--label-column", help=LABEL_HELP)
+    embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
+    embed.add_argument("--n-neighbors", type=int, help=_for("n_neighbors", variants))
+    embed.add_argument("--n-components", type=int, default=2,
+                       help="dimensions of the embedding (default 2; a picture of more needs "
+                       "--dims)")
+    embed.add_argument("--min-dist", type=float, help=_for("min_dist", variants))
+    embed.add_argument("--perplexity", type=float, help=_for("perplexity", variants))
+    embed.add_argument("--metric", help=_for("metric", variants) + "; also chebyshev, "
+                       "minkowski, canberra, braycurtis, hamming, jaccard, dice, hellinger, "
+                       "haversine, sqeuclidean, l1, l2")
+    embed.add_argument("--metric-kwds", help="the metric's parameters as JSON, e.g. "
+                       "'{\"p\": 3}' for minkowski (" + _for("metric_kwds", variants) + ")")
+    embed.add_argument("--disconnection-distance", type=float,
+                       help=_for("disconnection_distance", variants, defaults=False)
+                       + ": cut the neighbour edges at least this long "
+                       "(default: 2 for cosine and correlation, 1 for hellinger, jaccard and "
+                       "dice, else none)")
+    embed.add_argument("--supervised", action="store_true",
+                       help=", ".join(k for k, (_, v) in variants.items() if v.supervised)
+                       + ": fit with the labels (--labels or "
+                       "--label-column) as y; -1 or empty entries are unlabelled")
+    embed.add_argument("--densmap", action="store_true", default=None,
+                       help=_for("densmap", variants, defaults=False)
+                       + ": densMAP, which keeps the data's local densities")
+    embed.add_argument("--target-weight", type=float,
+                       help="with --supervised: how much the labels count, 0 to 1 (0.5)")
+    embed.add_argument("--n-epochs", type=int, help="epochs or iterations of "
+                       + _for("n_epochs", variants, defaults=False) + "; default: the method's")
+    embed.add_argument("--random-state", type=int, default=0, help=SEED_HELP)
+    embed.add_argument("--n-jobs", type=int, default=-1, help=JOBS_HELP)
+    embed.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                       help="where the phases with CUDA kernels run (all but pca): auto "
+                       "(default: the GPU when the 'gpu' extra and a GPU are present), cpu, cuda")
+    embed.add_argument("--max-memory", default="available",
+                       help="refuse a fit whose estimated peak memory exceeds this: 'available' "
+                       "(default), a size such as 8GB, or 'none' (no check)")
+    output = embed.add_mutually_exclusive_group()
+    output.add_argument("-v", "--verbose", action="store_true",
+                        help="phase lines and progress bars (the default on a terminal)")
+    output.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    output.add_argument("--json", action="store_true",
+                        help="print a machine-readable summary (timings, parameters, files)")
+    embed.add_argument("--save-model", metavar="FILE", help="also save the fitted model here (see "
+                       "unimap.load; for 'unimap transform')")
+    embed.set_defaults(run=_embed)
+    return embed
 
 
 def method_names() -> list[str]:
@@ -144,28 +265,28 @@ def _embedding_of(args, picture: Path | None, key: str) -> Path | None:
     ``.npy``, or ``<input>_<method>.npy`` in the current folder; none with ``--write-back``
     alone. A default name that is the input's gets the method too."""
     if args.embedding:
-        return _output_path(args.embedding, "--embedding")
+        return output_path(args.embedding, "--embedding")
     if args.write_back:
         return None
     default = (picture.with_suffix(".npy") if picture is not None
                else Path(f"{Path(args.input).stem}_{key}.npy"))
-    if Path(args.input).is_file() and _same_file(default, args.input):
+    if Path(args.input).is_file() and same_file(default, args.input):
         # `embed x.npy -o x.png`: the embedding beside the picture, but never over the input
         default = default.with_name(f"{default.stem}.{args.method}.npy")
-    return _output_path(str(default), "--embedding")
+    return output_path(str(default), "--embedding")
 
 
 def _check_outputs(args, picture: Path | None, out_emb: Path | None) -> None:
     """Every output checked before the data are read: paths, formats, libraries, the
     picture's columns, and no output over an input or over another output."""
     if args.save_model:
-        _file_path(args.save_model, "--save-model")
+        file_path(args.save_model, "--save-model")
     outputs = {"--output": picture, "--embedding": out_emb, "--save-model": args.save_model}
-    _refuse_overwriting_inputs(outputs, [args.input, getattr(args, "labels", None)])
+    refuse_overwriting_inputs(outputs, [args.input, getattr(args, "labels", None)])
     given = [(option, path) for option, path in outputs.items() if path is not None]
     for i, (option, path) in enumerate(given):
         for other, other_path in given[:i]:
-            if _same_file(path, other_path):
+            if same_file(path, other_path):
                 raise UsageError(f"{other} and {option} name the same file {str(path)!r}")
     if args.write_back:
         check_output_path(args.input)  # anndata is there (it read the input too)
@@ -188,10 +309,10 @@ def _embed(args) -> int:
     key = args.method.replace("-", "_")
     picture = _picture_of(args, key)
     if picture is not None:
-        _file_path(str(picture), "--output")
+        file_path(str(picture), "--output")
     out_emb = _embedding_of(args, picture, key)
     _check_outputs(args, picture, out_emb)
-    X, labels, name = _load_input(args)
+    X, labels, name = load_input(args)
     _check_supervision(args, labels)
     compile_notice(args.quiet or args.json)
     start = time.perf_counter()

@@ -5,11 +5,20 @@ when labels are given), as a table or JSON.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import scipy.sparse as sp
 
-from unimap.cli.common import UsageError, _load_input, _read_embedding, strict_json
+from unimap.cli.common import (
+    LABEL_HELP,
+    SEED_HELP,
+    USE_REP_HELP,
+    UsageError,
+    load_input,
+    read_embedding,
+    strict_json,
+)
 
 
 def _evaluate(args) -> int:
@@ -17,8 +26,8 @@ def _evaluate(args) -> int:
 
     if args.embedding.lower().endswith(".h5ad") and args.embedding_rep is None:
         raise UsageError("an .h5ad embedding needs --embedding-rep KEY (e.g. X_umap)")
-    X, labels, _ = _load_input(args)
-    embedding = _read_embedding(args.embedding, args.embedding_rep)
+    X, labels, _ = load_input(args)
+    embedding = read_embedding(args.embedding, args.embedding_rep)
     if sp.issparse(X):
         X = X.toarray()
     if sp.issparse(embedding):
@@ -48,3 +57,25 @@ def _evaluate(args) -> int:
             print(f"{name:<28} {value:.4f}" if isinstance(value, float) else
                   f"{name:<28} {value}")
     return 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``evaluate`` and its arguments to ``subparsers``."""
+    evaluate = subparsers.add_parser("evaluate", help="score an embedding of a data set "
+                                     "(unimap.metrics; labels add the 10-NN accuracy)")
+    evaluate.add_argument("input", help="the data: a .npy/.npz/.csv/.tsv/.parquet/.h5ad file, "
+                          "or a built-in dataset")
+    evaluate.add_argument("embedding", help="its embedding, row for row (any input format)")
+    evaluate.add_argument("--label-column", help=LABEL_HELP)
+    evaluate.add_argument("--use-rep", help=USE_REP_HELP)
+    evaluate.add_argument("--embedding-rep", help="the obsm key of an .h5ad embedding "
+                          "(e.g. X_umap), or the array of an .npz one")
+    evaluate.add_argument("--labels", help="a .npy/.csv file of labels")
+    evaluate.add_argument("--n-neighbors", type=int, default=15,
+                          help="the neighbourhood size the scores compare (default 15)")
+    evaluate.add_argument("--sample-size", type=int, default=2000,
+                          help="points the neighbourhood scores are estimated on (2000)")
+    evaluate.add_argument("--random-state", type=int, default=0, help=SEED_HELP)
+    evaluate.add_argument("--json", action="store_true", help="machine-readable output")
+    evaluate.set_defaults(run=_evaluate)
+    return evaluate

@@ -1,10 +1,12 @@
 """``unimap info`` and ``unimap precompile``: what this installation has (versions, threads,
 optional libraries, the GPU, the compiled-kernel cache), and compiling the numba kernels
-ahead of time (:mod:`unimap.cli.precompile`).
+ahead of time (:mod:`unimap.cli.precompile`, imported only when the command runs); their
+arguments (:func:`add_info_parser`, :func:`add_precompile_parser`).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
@@ -93,3 +95,24 @@ def _gpu_summary(numba_cuda: str | None) -> dict:
                 "description": "none usable (the gpu extra, numba-cuda, is not installed)"}
     usable, description = cuda_status()
     return {"numba_cuda": numba_cuda, "usable": usable, "description": description}
+
+
+def add_info_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``info`` and its arguments to ``subparsers`` (of
+    :func:`unimap.cli.main.build_parser`)."""
+    info = subparsers.add_parser("info", help="version, threads, and which optional parts are here")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(run=_info)
+    return info
+
+
+def add_precompile_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``precompile`` and its arguments to ``subparsers``; :mod:`unimap.cli.precompile`
+    is imported only when it runs."""
+    precompile = subparsers.add_parser(
+        "precompile", help="compile the numba kernels now, so later runs start at once (an "
+        "install built here has them already; run this where it did not: another CPU, a "
+        "read-only install)")
+    precompile.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    precompile.set_defaults(run=_precompile)
+    return precompile

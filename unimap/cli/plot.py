@@ -1,11 +1,12 @@
 """``unimap plot`` and ``unimap compare``: draw an embedding (a static figure or an offline
 interactive ``.html`` map, coloured and annotated by columns of a table), and embed one data
 set with several methods side by side with their time and quality. Both draw with
-:mod:`unimap.plotting`.
+:mod:`unimap.plotting`. Their arguments: :func:`add_plot_parser`, :func:`add_compare_parser`.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import time
@@ -14,14 +15,22 @@ from pathlib import Path
 import numpy as np
 
 from unimap.cli.common import (
+    DIMS_HELP,
+    JOBS_HELP,
+    LABEL_HELP,
+    LEGEND_HELP,
+    PALETTE_HELP,
+    SEED_HELP,
+    USE_REP_HELP,
     UsageError,
-    _file_path,
-    _load_input,
-    _read_embedding,
-    _refuse_overwriting_inputs,
+    file_path,
+    load_input,
+    read_embedding,
+    refuse_overwriting_inputs,
 )
 from unimap.cli.embed import METHOD_OPTIONS, chosen_variant, make_estimator, method_names
 from unimap.cli.picture import (
+    LEGEND_LOCATIONS,
     check_can_draw,
     check_dims,
     draw,
@@ -109,8 +118,8 @@ def _plot(args) -> int:
         raise UsageError("--color-by names a column of --data TABLE (or 'label' with --labels)")
     dims = parse_dims(args.dims)
     palette = parse_palette(args.palette)
-    _file_path(args.output, "--output")
-    _refuse_overwriting_inputs({"--output": out}, [args.embedding, args.labels, args.data])
+    file_path(args.output, "--output")
+    refuse_overwriting_inputs({"--output": out}, [args.embedding, args.labels, args.data])
     check_can_draw(out, "or write the interactive map instead: -o map.html (no extra)")
     if not Path(args.embedding).is_file():
         raise FileNotFoundError(f"no embedding file {args.embedding!r}")
@@ -118,7 +127,7 @@ def _plot(args) -> int:
         embedding, basis = _stored_embedding(args.embedding, args.basis)
         source = f"{args.embedding} obsm[{basis!r}]"
     else:
-        embedding, source = _read_embedding(args.embedding, None), args.embedding
+        embedding, source = read_embedding(args.embedding, None), args.embedding
     if embedding.ndim != 2:
         raise ValueError(f"{source}: an embedding is a table, got shape {embedding.shape}")
     check_dims(embedding.shape[1], dims, source)
@@ -172,10 +181,10 @@ def _compare(args) -> int:
                          f"; got {args.methods!r}")
     if len(set(methods)) != len(methods):
         raise UsageError(f"--methods lists a method twice: {args.methods!r}")
-    _file_path(args.output, "--output")
-    _refuse_overwriting_inputs({"--output": out}, [args.input, args.labels])
+    file_path(args.output, "--output")
+    refuse_overwriting_inputs({"--output": out}, [args.input, args.labels])
     check_can_draw(out, "then run the comparison again")
-    X, labels, name = _load_input(args)
+    X, labels, name = load_input(args)
     k, seed = 15, args.random_state
     sample = min(args.sample_size, X.shape[0])
     embeddings, rows = {}, []
@@ -222,3 +231,73 @@ def _compare(args) -> int:
                         f"{row[h]:>16.4f}" for i, h in enumerate(headers)))
     print(f"wrote {out}")
     return 0
+
+
+# ---- their arguments ----
+
+def add_plot_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``plot`` and its arguments to ``subparsers`` (of
+    :func:`unimap.cli.main.build_parser`)."""
+    plot = subparsers.add_parser("plot", help="draw an embedding: a static figure "
+                                 "(.png/.svg/.pdf) or an interactive map (.html, one offline "
+                                 "file)")
+    plot.add_argument("embedding", help="an embedding, one row per point (.npy, .npz, .csv, "
+                      ".tsv, .parquet), or an .h5ad with one in obsm (its obs columns are "
+                      "the --data)")
+    plot.add_argument("-o", "--output", default="map.html", metavar="FILE",
+                      help="the picture: .png, .svg, .pdf (these need matplotlib: the 'plot' "
+                      "extra) or .html, the interactive map (default map.html)")
+    plot.add_argument("--basis", metavar="KEY", help=".h5ad: the obsm key to draw (X_umap, or "
+                      "umap); default: the one embedding among X_umap, X_tsne, X_gdr, "
+                      "X_draw_graph_*, ... (never X_pca); an error lists the keys when there "
+                      "are none or several")
+    plot.add_argument("--dims", metavar="I,J", help=DIMS_HELP)
+    plot.add_argument("--palette", metavar="NAME|C1,C2,...", help=PALETTE_HELP)
+    plot.add_argument("--legend-loc", choices=LEGEND_LOCATIONS, default="right margin",
+                      help=LEGEND_HELP)
+    plot.add_argument("--labels", help="a .npy/.csv file of labels (the column 'label')")
+    plot.add_argument("--data", metavar="TABLE",
+                      help="a table (.csv/.tsv/.parquet/.h5ad/.npy) row for row with the "
+                      "embedding, for --color-by, --hover and --id-column (default: the "
+                      "embedding's .h5ad itself)")
+    plot.add_argument("--color-by", help="the column to colour by (default: label)")
+    plot.add_argument("--hover", help=".html: comma-separated --data columns shown on hover "
+                      "(default: the table's first 12)")
+    plot.add_argument("--id-column", help=".html: the --data column that identifies a point "
+                      "(default: its row number)")
+    plot.add_argument("--title", help="the picture's title (default: the embedding file's "
+                      "name)")
+    plot.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    plot.set_defaults(run=_plot)
+    return plot
+
+
+def add_compare_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``compare`` and its arguments to ``subparsers``; the help of ``--methods`` lists the
+    declared methods (:func:`unimap.methods.registry.variants`)."""
+    from unimap.methods import registry
+
+    variants = registry.variants()
+    compare = subparsers.add_parser("compare", help="embed one data set with several methods (same "
+                                    "seed): a side-by-side figure and a table of time and quality")
+    compare.add_argument("input", help="a table (.npy, .npz, .csv, .tsv, .parquet, .h5ad), or "
+                         "a built-in dataset")
+    compare.add_argument("--use-rep", help=USE_REP_HELP)
+    compare.add_argument("--methods", default="umap,tsne,gdr",
+                         help=f"comma-separated, of {', '.join(variants)} "
+                         "(default umap,tsne,gdr)")
+    compare.add_argument("-o", "--output", default="compare.png",
+                         help="the figure (.png/.svg/.pdf)")
+    compare.add_argument("--label-column", help=LABEL_HELP)
+    compare.add_argument("--labels", help="a .npy/.csv file of labels (adds 10-NN accuracy)")
+    compare.add_argument("--n-epochs", type=int, help="epochs or iterations of every method "
+                         "but pca; default: each method's")
+    compare.add_argument("--sample-size", type=int, default=2000,
+                         help="points the neighbourhood scores are estimated on (2000)")
+    compare.add_argument("--random-state", type=int, default=0, help=SEED_HELP)
+    compare.add_argument("--n-jobs", type=int, default=-1, help=JOBS_HELP)
+    compare.add_argument("--save-embeddings", metavar="DIR",
+                         help="also write each embedding to DIR/<data>_<method>.npy")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    compare.set_defaults(run=_compare)
+    return compare

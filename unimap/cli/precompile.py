@@ -103,11 +103,11 @@ def _umap_pooled(X: np.ndarray, _labels: np.ndarray) -> None:
     types."""
     from unimap import UMAP
     from unimap.optimizers.sampling import NEGATIVE_POOL
-    from unimap.optimizers.umap_sgd import umap_sgd
+    from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
 
     model = UMAP(n_epochs=5, random_state=0, max_memory=None, device="cpu").fit(X)
-    umap_sgd(model.embedding_, None, model.graph_, 5, model.a_, model.b_, 0,
-             negative_pool=NEGATIVE_POOL)
+    umap_sgd_fit(model.embedding_, model.graph_, n_epochs=5, a=model.a_, b=model.b_, seed=0,
+                 negative_pool=NEGATIVE_POOL)
 
 
 def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:
@@ -119,9 +119,9 @@ def _thread_affinity(_X: np.ndarray, _labels: np.ndarray) -> None:
     import numba
 
     if sys.platform.startswith("linux") and hasattr(os, "sched_getaffinity"):
-        from unimap.runtime.threads import _set_numba_affinity
+        from unimap.runtime.threads import set_numba_affinity
 
-        _set_numba_affinity([os.sched_getaffinity(0)] * numba.get_num_threads())
+        set_numba_affinity([os.sched_getaffinity(0)] * numba.get_num_threads())
 
 
 def _gpu_tasks() -> list:

@@ -82,7 +82,7 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
     >>> model.fit(X.compute()).embedding_.shape
     (4000, 2)
     """
-    from unimap.neighbors.graph import _prepare
+    from unimap.neighbors.geometry import prepare_rows
     from unimap.runtime.random_streams import seed_from_random_state
     from unimap.runtime.validation import check_choice, check_int
 
@@ -100,7 +100,7 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
     _, sample = sample_rows(X, n_sample, seed)
     if sample.dtype.kind == "f" and not np.isfinite(sample).all():
         raise ValueError("X contains NaN or infinity (found in the k-means sample)")
-    centroids = kmeans(_prepare(sample, metric), n_shards, seed)
+    centroids = kmeans(prepare_rows(sample, metric), n_shards, seed)
     indices, distances = graph_arrays(X, centroids, k, n_probe, metric)
     return DaskKNNGraph(indices, distances, centroids)
 
@@ -141,16 +141,16 @@ def knn_graph_recall(X: Any, knn_indices: Any, *, metric: str = "euclidean",
     >>> bool(recall > 0.9)
     True
     """
-    from unimap.metrics._graph import _check_indices, score_listed
-    from unimap.metrics._neighborhood import _sample_queries
+    from unimap.metrics._graph import check_indices, score_listed
+    from unimap.metrics._neighborhood import sample_queries
     from unimap.runtime.validation import check_choice, check_int
 
     X = checked_rows(X, "knn_graph_recall")
     n = int(X.shape[0])
     metric = check_choice(metric, "metric", METRICS)
-    indices = _check_indices(knn_indices, n)
+    indices = check_indices(knn_indices, n)
     k = check_int(indices.shape[1], "the number of columns of knn_indices", 2, n) - 1
-    query_ids = _sample_queries(n, check_int(sample_size, "sample_size", 1), random_state)
+    query_ids = sample_queries(n, check_int(sample_size, "sample_size", 1), random_state)
     rows = np.arange(n) if query_ids is None else query_ids
     return score_listed(indices, rows, n,
                         lambda listed: _exact_and_listed(X, rows, listed, k, metric))
@@ -162,9 +162,9 @@ def _exact_and_listed(X: Any, rows: np.ndarray, listed: np.ndarray, k: int,
     its distances to the listed rows (``-1``: none), in the metric's prepared geometry."""
     import dask
 
-    from unimap.metrics._common import _prepare_rows
+    from unimap.metrics.common import prepare_rows
 
-    queries = _prepare_rows(X[rows].compute(), metric)
+    queries = prepare_rows(X[rows].compute(), metric)
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
     tops = dask.compute(*[dask.delayed(_block_nearest)(block, int(starts[b]), queries, rows,
                                                        k, metric)
@@ -172,7 +172,7 @@ def _exact_and_listed(X: Any, rows: np.ndarray, listed: np.ndarray, k: int,
     d2 = np.sort(np.concatenate(tops, axis=1), axis=1)
     bound = np.sqrt(d2[:, k - 1])
     wanted = np.unique(listed[listed >= 0])
-    others = _prepare_rows(X[wanted].compute(), metric) if wanted.size else queries[:0]
+    others = prepare_rows(X[wanted].compute(), metric) if wanted.size else queries[:0]
     position = np.searchsorted(wanted, np.maximum(listed, 0))
     found = np.sqrt(((queries[:, None, :] - others[position]) ** 2).sum(axis=2))
     return bound, found
@@ -182,12 +182,12 @@ def _block_nearest(block: Any, first_row: int, queries: np.ndarray, rows: np.nda
                    metric: str) -> np.ndarray:
     """Squared distances from each query to its ``k`` nearest rows of one block other than
     itself (``inf`` where the block has fewer)."""
-    from unimap.metrics._common import _prepare_rows
+    from unimap.metrics.common import prepare_rows
     from unimap.runtime.validation import check_finite_block
 
     block = np.asarray(block)
     check_finite_block(block, first_row)  # the sampled and listed rows lie in some block
-    points = _prepare_rows(block, metric)
+    points = prepare_rows(block, metric)
     d2 = ((queries ** 2).sum(1)[:, None] - 2.0 * queries @ points.T
           + (points ** 2).sum(1)[None, :])
     own = rows - first_row

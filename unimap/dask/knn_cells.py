@@ -3,7 +3,7 @@ validates, draws the k-means sample and calls :func:`graph_arrays`).
 
 The rows are split into ``n_shards`` shards by k-means (Lloyd's iterations on a uniform sample,
 in the client): each row's home shard is its nearest centroid. Every shard is what the
-in-memory graph of its rows would be (``unimap.neighbors.hnsw._HNSWIndex``: HNSW graphs of
+in-memory graph of its rows would be (``unimap.neighbors.hnsw.HNSWIndex``: HNSW graphs of
 interleaved parts, PCA candidates above 50 features re-ranked exactly, reverse pairs), built on
 one worker thread, with its rows' kNN graph among themselves. A row is then also searched in
 the other shards that can hold a row nearer than its k-th candidate from home (at most
@@ -31,8 +31,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from unimap.neighbors.cells_numba import wall_distances
-from unimap.neighbors.graph import _finish_distances, _prepare, _with_self_first
-from unimap.neighbors.kmeans import _sq_distances, kmeans, nearest_centroids
+from unimap.neighbors.geometry import finish_distances, prepare_rows, with_self_first
+from unimap.neighbors.kmeans import centroid_sq_distances, kmeans, nearest_centroids
 from unimap.neighbors.sharded import within_reach
 from unimap.runtime.validation import check_finite_block
 
@@ -133,7 +133,7 @@ class _Split(NamedTuple):
 class _Shard(NamedTuple):
     """One shard, on the worker that built it."""
 
-    index: Any  # unimap.neighbors.hnsw._HNSWIndex of its rows, or None for an empty shard
+    index: Any  # unimap.neighbors.hnsw.HNSWIndex of its rows, or None for an empty shard
     ids: np.ndarray  # (size,) int64: the global row of each shard row, ascending
     own_ids: np.ndarray  # (size, k) int32 or int64: each shard row's k nearest in the shard
     own_dist: np.ndarray  # (size, k) float32, inf where none
@@ -160,7 +160,7 @@ def _split_block(block: Any, first_row: int, centroids: np.ndarray, metric: str)
     """A block's rows, prepared and split by home shard (on a worker)."""
     block = np.asarray(block)
     check_finite_block(block, first_row)
-    rows = _prepare(block, metric)
+    rows = prepare_rows(block, metric)
     home = nearest_centroids(rows, centroids)
     ids = first_row + np.arange(rows.shape[0], dtype=np.int64)
     homes = [home == s for s in range(centroids.shape[0])]
@@ -171,13 +171,13 @@ def _build_shard(pieces: list[tuple[np.ndarray, np.ndarray]], k: int) -> _Shard:
     """One shard from its rows' pieces in block order: the in-memory HNSW index of its rows
     (global order, one thread), and their own kNN graph in it (the in-memory graph's search,
     reverse pairs included)."""
-    from unimap.neighbors.hnsw import _HNSWIndex
+    from unimap.neighbors.hnsw import HNSWIndex
 
     ids = np.concatenate([piece[1] for piece in pieces])
     if ids.size == 0:
         return _Shard(None, ids, np.empty((0, k), np.int64), np.empty((0, k), np.float32))
     rows = np.ascontiguousarray(np.concatenate([piece[0] for piece in pieces]))
-    index = _HNSWIndex(rows, n_threads=1)
+    index = HNSWIndex(rows, n_threads=1)
     local, dist = index.search(index.data, min(k, rows.shape[0]))
     # The projection kept for the rows' own search is not needed again: the shard's other
     # queries are projected on their own (10M 50-D rows: 2 GB less across the workers).
@@ -215,8 +215,8 @@ def _plan_block(split: _Split, own: list[_Found], centroids: np.ndarray, k: int,
     if n_probe == 1 or n_shards == 1:
         return home, queries
     cents = centroids.astype(np.float64)
-    sq = _sq_distances(split.rows.astype(np.float64), cents)
-    gaps = np.sqrt(_sq_distances(cents, cents))  # centroid to centroid
+    sq = centroid_sq_distances(split.rows.astype(np.float64), cents)
+    gaps = np.sqrt(centroid_sq_distances(cents, cents))  # centroid to centroid
     to_plane = np.empty_like(sq)  # inf for the home itself, or a duplicate centroid
     wall_distances(sq, split.home, gaps, to_plane)
     # The bound in float64 (the in-memory index's is float32): each as it always was, since
@@ -281,5 +281,5 @@ def _merge(plan: tuple[_Found, list[_Queries]], found: list[_Found], first_row: 
                          f"probed shard(s); use fewer shards or a larger n_probe")
     # Itself in column 0 (a row is in its home shard, found at distance 0), as the in-memory
     # graph puts it
-    return _with_self_first(ids, _finish_distances(dist, metric), k,
+    return with_self_first(ids, finish_distances(dist, metric), k,
                             first_row + np.arange(m, dtype=np.int64))

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap.dask.transform import _check_numeric_matrix, is_dask_collection
+from unimap.dask.transform import check_numeric_matrix, is_dask_collection
 
 __all__ = ["Moments", "SamplePlacement", "checked_rows", "fit_sample_transform", "sample_rows",
            "scatter_moments"]
@@ -80,7 +80,7 @@ def scatter_moments(X: Any) -> Moments:
 
 def checked_rows(X: Any, what: str) -> Any:
     """``X`` as a 2-D numeric dask array with known, non-zero row count, one column chunk."""
-    _check_numeric_matrix(X, what)
+    check_numeric_matrix(X, what)
     _check_known_rows(X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{what} needs at least one row and one column, got shape {X.shape}")

@@ -32,7 +32,7 @@ import numpy as np
 
 from unimap.runtime.validation import is_dask_collection
 
-__all__ = ["is_dask_collection", "transform_blocks"]
+__all__ = ["is_dask_collection", "transform_blocks", "check_numeric_matrix"]
 
 
 _NOT_SHIPPED = ("graph_", "knn_indices_", "knn_dists_")  # fitted, but transform never reads them
@@ -62,7 +62,7 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
         float32 (PCA: float64 for float64 input, as its NumPy ``transform``).
     """
     name = type(estimator).__name__
-    _check_numeric_matrix(X, f"{name}.transform")
+    check_numeric_matrix(X, f"{name}.transform")
     estimator._check_n_features(X, n_features)
     estimator._check_feature_names(None)  # a dask array has no column names
     if X.numblocks[1] > 1:
@@ -78,7 +78,7 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
                         name=f"unimap-{name.lower()}-transform-{uuid.uuid4().hex}")
 
 
-def _check_numeric_matrix(X: Any, what: str) -> None:
+def check_numeric_matrix(X: Any, what: str) -> None:
     """A 2-D ``dask.array.Array`` of numbers, or an error naming ``what`` needs it."""
     import dask.array as da
 
@@ -135,13 +135,7 @@ def _with_threads(estimator: Any, n_jobs: int) -> Any:
         model.n_jobs = threads
     index = model.__dict__.get("_index")
     if index is not None:
-        index = model._index = copy.copy(index)
-        index.n_threads_ = threads
-        hnsw = index.__dict__.get("_hnsw")
-        if hnsw is not None:
-            hnsw = index._hnsw = copy.copy(hnsw)
-            hnsw.n_threads = threads
-            hnsw.__dict__.pop("_ordered", None)  # the training points' own search only
+        model._index = index.with_threads(threads)
     return model
 
 

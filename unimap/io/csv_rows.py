@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:
@@ -20,7 +20,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+def read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -38,7 +38,7 @@ def _read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndar
         label_index = int(label_column) % width if -width <= int(label_column) < width \
             else None
     text_cells = [c for i, c in enumerate(first)
-                  if i != label_index and c.strip() and not _is_number(c)]
+                  if i != label_index and c.strip() and not is_number(c)]
     header = [c.strip() for c in first] if text_cells else None
     names = ([repr(c) for c in header] if header
              else [f"{i} (0-based, no header)" for i in range(width)])
@@ -56,7 +56,7 @@ def _read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndar
         X = X_slow if X is None else X
     if X.shape[0] == 0:
         raise ValueError(f"{path} has a header but no rows")
-    if labels is not None and all(_is_number(v) for v in labels):
+    if labels is not None and all(is_number(v) for v in labels):
         numeric = labels.astype(np.float64)
         if np.all(numeric == np.round(numeric)):
             return X, numeric.astype(np.int64)

@@ -288,10 +288,14 @@ class TrainingDataDropped:
             f"{self.method_!r} neighbour index: save the fitted model again with "
             "include_training_data=True")
 
+    def with_threads(self, n_threads: int) -> TrainingDataDropped:
+        return self
+
 
 def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | None:
     """What rebuilds ``index`` (a :class:`unimap.neighbors.graph.NeighborIndex`, or None when fitted
-    with ``precomputed_knn``): its settings, and its data unless dropped.
+    with ``precomputed_knn``): its settings, and its backend's state unless dropped
+    (:meth:`unimap.neighbors.graph.NeighborIndex.export`).
 
     exact (and cuda, a graph built on the GPU): the prepared training rows (float32; unit rows
     for cosine/correlation). hnsw: the
@@ -308,43 +312,18 @@ def export_index(index: Any, include_data: bool, store: ArrayStore) -> dict | No
         "random_state": encode(index.random_state, "random_state", store),
         "n_samples": int(index.n_samples_), "data": None,
     }
-    if index.metric == "precomputed" or not include_data:
-        return info
-    if index.method_ == "nndescent":  # dense rows, or a sparse index's CSR matrix
-        info["data"] = encode(index._nnd_data, "index.data", store)
-        return info
-    info["data"] = encode(index._data, "index.data", store)  # dense, or sparse rows (exact)
-    if index.method_ == "hnsw":
-        from unimap.neighbors import hnsw as _hnsw
-
-        hnsw, pca = index._hnsw, index._hnsw.pca
-        info["hnsw"] = {
-            "n_parts": hnsw.n_parts, "M": _hnsw.HNSW_M,
-            # the k-means cells of a sharded index (unimap.neighbors.sharded); absent: one index
-            "cells": (None if getattr(hnsw, "centroids", None) is None else
-                      store.add("index.cells.centroids", hnsw.centroids)),
-            "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION,
-            "pca": None if pca is None else {
-                "components": store.add("index.pca.components", pca.components),
-                "mean": store.add("index.pca.mean", pca.mean),
-                "explained_variance": store.add("index.pca.explained_variance",
-                                                pca.explained_variance),
-                "explained_variance_ratio": store.add("index.pca.explained_variance_ratio",
-                                                      pca.explained_variance_ratio),
-                "singular_values": store.add("index.pca.singular_values", pca.singular_values),
-                "solver": pca.solver,
-            },
-        }
+    if include_data:
+        index.export(info, lambda value, name: encode(value, name, store))
     return info
 
 
 def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
                   n_features: int, metric: str, metric_kwds: dict | None = None) -> Any:
     """The index :func:`export_index` described, checked against the estimator's training
-    size ``n_samples``, ``n_features`` and ``metric``; hnsw graphs are rebuilt here."""
-    from unimap.neighbors.graph import METHODS, METRICS, NeighborIndex
+    size ``n_samples``, ``n_features`` and ``metric``; its backend rebuilds what it needs
+    (hnsw graphs) here (:meth:`unimap.neighbors.graph.NeighborIndex.restore`)."""
+    from unimap.neighbors.graph import INDEX_METHODS, METHODS, METRICS, NeighborIndex
     from unimap.neighbors.metrics import canonical_metric
-    from unimap.runtime.threads import resolve_n_jobs
 
     if info is None:
         return None
@@ -353,7 +332,7 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     method = info.get("method_")
     if info.get("metric") != canonical_metric(metric) or metric not in METRICS:
         raise ValueError(f"index metric {info.get('metric')!r} is not the model's {metric!r}")
-    if method not in ("exact", "hnsw", "nndescent", "cuda") or (
+    if method not in INDEX_METHODS or (
             info.get("method") not in METHODS) or (
             metric == "precomputed" and method != "exact"):
         raise ValueError(f"unknown neighbour index method {info.get('method')!r} / {method!r}")
@@ -367,10 +346,12 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     if not _is_int(n_jobs) or not (seed is None or _is_seed(seed)):
         raise ValueError("index n_jobs must be an int and random_state a seed")
     index = NeighborIndex(metric, info.get("method"), n_jobs, seed, metric_kwds=metric_kwds)
-    index.method_, index.n_samples_ = method, n_samples
-    index.n_threads_ = resolve_n_jobs(n_jobs)  # this machine's cores: results do not depend
+
+    def read(value: Any, where: str) -> Any:
+        return decode(value, where, arrays)
+
     if metric == "precomputed":
-        return index
+        return index.restore(method, n_samples, None, info, read)
     import scipy.sparse as sp  # here: import unimap stays free of scipy
 
     sparse_rows = method in ("nndescent", "exact") and sp.issparse(data)
@@ -381,50 +362,4 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
         from unimap.neighbors.sparse_rows import canonical_csr
 
         data = canonical_csr(data)
-    if method == "nndescent":
-        index._nnd_data, index._nnd = data, None
-        return index
-    index._data = data
-    if method == "cuda":  # built on the GPU; queries go to a CPU index built on first use
-        index._cpu = None
-    if method == "hnsw":
-        index._hnsw = _restore_hnsw(info.get("hnsw"), data, index.n_threads_, arrays)
-    return index
-
-
-def _restore_hnsw(info: Any, data: np.ndarray, n_threads: int, arrays: dict):
-    from unimap.decomposition.pca import PCAFit
-    from unimap.neighbors import hnsw as _hnsw
-    from unimap.neighbors.sharded import ShardedHNSWIndex, cell_layout
-
-    info = _typed(info, dict)
-    centroids = decode(info.get("cells"), "index.cells.centroids", arrays)
-    layout = _hnsw.hnsw_layout(data.shape[0]) if centroids is None else cell_layout()
-    settings = {"n_parts": layout.n_parts, "M": _hnsw.HNSW_M,
-                "ef_construction": _hnsw.HNSW_EF_CONSTRUCTION}
-    stored = {k: info.get(k) for k in settings}
-    if stored != settings:
-        raise ValueError(f"the file's HNSW settings {stored} differ from this unimap's "
-                         f"{settings}: its graphs cannot be rebuilt identically")
-    pca = info.get("pca")
-    if pca is not None:
-        fields = {k: decode(_typed(pca, dict).get(k), f"index.pca.{k}", arrays) for k in
-                  ("components", "mean", "explained_variance", "explained_variance_ratio",
-                   "singular_values")}
-        if not all(isinstance(v, np.ndarray) and v.dtype.kind == "f" for v in fields.values()):
-            raise ValueError("index PCA fields must be float arrays")
-        k, d = fields["components"].shape if fields["components"].ndim == 2 else (-1, -1)
-        if d != data.shape[1] or fields["mean"].shape != (d,) or not all(
-                fields[f].shape == (k,) for f in list(fields)[2:]):
-            raise ValueError("index PCA arrays do not match the data's features")
-        pca = PCAFit(**fields, solver=str(pca.get("solver")))
-    if centroids is not None:
-        if not isinstance(centroids, np.ndarray) or centroids.dtype != np.float32 or (
-                centroids.ndim != 2 or centroids.shape[0] < 1 or centroids.shape[1] != (
-                    data.shape[1] if pca is None else pca.components.shape[0])):
-            raise ValueError("index cell centroids must be float32 of shape (n_cells, "
-                             "the searched space's dimension)")
-        return ShardedHNSWIndex(data, n_threads, pca=pca, centroids=centroids)
-    hnsw = _hnsw._HNSWIndex(data, n_threads, pca=pca)
-    del hnsw._ordered  # the training points' projection: recomputed on demand, as unpickled
-    return hnsw
+    return index.restore(method, n_samples, data, info, read)

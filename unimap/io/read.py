@@ -3,7 +3,7 @@
 and :func:`column_names` and :func:`read_columns` read the columns of a metadata table by name,
 text or numbers, for the plots. The optional libraries are imported only when such a file is
 used (Parquet needs pyarrow, ``pip install "unimap[io]"``; ``.h5ad`` needs anndata, ``pip
-install "unimap[anndata]"``), through :func:`_optional`, which names the extra when one is
+install "unimap[anndata]"``), through :func:`import_optional`, which names the extra when one is
 missing and serves the writers of :mod:`unimap.io.write` too.
 """
 
@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.io.csv_rows import _is_number, _read_csv
+from unimap.io.csv_rows import is_number, read_csv
 
-__all__ = ["READ_FORMATS", "read_table", "column_names", "read_columns"]
+__all__ = ["READ_FORMATS", "read_table", "column_names", "read_columns", "import_optional",
+           "read_anndata"]
 
 
 READ_FORMATS = (".npy", ".npz", ".csv", ".tsv", ".txt", ".parquet", ".h5ad")
@@ -31,7 +32,7 @@ READ_FORMATS = (".npy", ".npz", ".csv", ".tsv", ".txt", ".parquet", ".h5ad")
 _EXTRAS = {"pyarrow": ("io", "Parquet files"), "anndata": ("anndata", ".h5ad files")}
 
 
-def _optional(module: str) -> Any:
+def import_optional(module: str) -> Any:
     """Import an optional dependency, or raise an ImportError naming the extra to install."""
     try:
         return importlib.import_module(module)
@@ -119,7 +120,7 @@ def read_table(
         return _read_parquet(path, label_column)
     if suffix == ".h5ad":
         return _read_h5ad(path, use_rep, label_column)
-    return _read_csv(path, label_column)
+    return read_csv(path, label_column)
 
 
 def _as_table(X: Any, path: Path) -> Any:
@@ -200,8 +201,8 @@ def _npz_label_key(path: Path, label_column: str, names: list[str]) -> str:
 
 # Parquet ------------------------------------------------------------------------------------
 def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
-    pa = _optional("pyarrow")
-    pq = _optional("pyarrow.parquet")
+    pa = import_optional("pyarrow")
+    pq = import_optional("pyarrow.parquet")
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -244,8 +245,8 @@ def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.
 
 
 # h5ad ---------------------------------------------------------------------------------------
-def _read_anndata(path: Path) -> Any:
-    anndata = _optional("anndata")
+def read_anndata(path: Path) -> Any:
+    anndata = import_optional("anndata")
     try:
         return anndata.read_h5ad(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -256,7 +257,7 @@ def _read_h5ad(path: Path, use_rep: str | None, label_column: str | None
                ) -> tuple[Any, np.ndarray | None]:
     from unimap.io.anndata_input import representation
 
-    adata = _read_anndata(path)
+    adata = read_anndata(path)
     try:
         X, _, _ = representation(adata, use_rep)
     except ValueError as exc:
@@ -294,9 +295,9 @@ def column_names(path: str | os.PathLike) -> list[str]:
         array = np.load(path, allow_pickle=False, mmap_mode="r")
         return [str(i) for i in range(array.shape[1] if array.ndim == 2 else 1)]
     if suffix == ".parquet":
-        return list(_optional("pyarrow.parquet").read_schema(path).names)
+        return list(import_optional("pyarrow.parquet").read_schema(path).names)
     if suffix == ".h5ad":
-        return [str(c) for c in _read_anndata(path).obs.columns]
+        return [str(c) for c in read_anndata(path).obs.columns]
     if suffix not in (".csv", ".tsv", ".txt"):
         raise ValueError(f"unsupported table format {path.suffix!r}: use .csv, .tsv, .parquet, "
                          ".h5ad or .npy")
@@ -305,7 +306,7 @@ def column_names(path: str | os.PathLike) -> list[str]:
         first = next(csv.reader(fh, delimiter="\t" if suffix == ".tsv" else ","), [])
     if not first:
         raise ValueError(f"{path} is empty: a table of metadata needs a header or a row")
-    if all(_is_number(c) for c in first):
+    if all(is_number(c) for c in first):
         return [str(i) for i in range(len(first))]
     return [c.strip() for c in first]
 
@@ -338,14 +339,14 @@ def read_columns(path: str | os.PathLike, names: list[str]) -> dict[str, np.ndar
         array = array.reshape(-1, 1) if array.ndim == 1 else array
         return {name: array[:, int(name)] for name in names}
     if suffix == ".parquet":
-        table = _optional("pyarrow.parquet").read_table(path, columns=names)
+        table = import_optional("pyarrow.parquet").read_table(path, columns=names)
         raw = {name: table.column(name).to_numpy(zero_copy_only=False) for name in names}
     elif suffix == ".h5ad":
-        obs = _read_anndata(path).obs
+        obs = read_anndata(path).obs
         raw = {name: obs[name].to_numpy() for name in names}
     else:
         rows = _text_rows(path)
-        body = rows[1:] if not all(_is_number(c) for c in rows[0]) else rows
+        body = rows[1:] if not all(is_number(c) for c in rows[0]) else rows
         for line, row in enumerate(body, start=len(rows) - len(body) + 1):
             if len(row) != len(available):
                 raise ValueError(f"{path}: line {line} has {len(row)} fields, expected "
@@ -390,7 +391,7 @@ def _as_number_column(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "f":
         return values
     text = values.astype(str)
-    if not all(_is_number(v) for v in text):
+    if not all(is_number(v) for v in text):
         return text
     numbers = text.astype(np.float64)
     whole = np.isfinite(numbers).all() and np.all(numbers == np.round(numbers))

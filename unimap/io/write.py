@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from unimap.io.atomic import atomic_path
-from unimap.io.read import _optional, _read_anndata
+from unimap.io.read import import_optional, read_anndata
 
 __all__ = ["WRITE_FORMATS", "write_embedding", "check_output_path", "embedding_columns"]
 
@@ -62,9 +62,9 @@ def check_output_path(path: str | os.PathLike) -> Path:
         raise ValueError(f"cannot write an embedding as {path.name!r}: use one of "
                          f"{', '.join(WRITE_FORMATS)}")
     if suffix == ".parquet":
-        _optional("pyarrow.parquet")
+        import_optional("pyarrow.parquet")
     elif suffix == ".h5ad":
-        _optional("anndata")
+        import_optional("anndata")
     return path
 
 
@@ -143,8 +143,8 @@ def write_embedding(
             np.savetxt(tmp, embedding, delimiter=delimiter, fmt=f"%.{digits}g",
                        header=delimiter.join(columns), comments="")
         else:
-            pa = _optional("pyarrow")
-            pq = _optional("pyarrow.parquet")
+            pa = import_optional("pyarrow")
+            pq = import_optional("pyarrow.parquet")
             table = pa.table({c: np.ascontiguousarray(embedding[:, i])
                               for i, c in enumerate(columns)})
             pq.write_table(table, tmp)
@@ -153,9 +153,9 @@ def write_embedding(
 
 def _write_h5ad(path: Path, embedding: np.ndarray, obsm_key: str, uns_key: str,
                 params: dict[str, Any] | None, record: dict[str, Any] | None) -> None:
-    anndata = _optional("anndata")
+    anndata = import_optional("anndata")
     if path.exists():
-        adata = _read_anndata(path)
+        adata = read_anndata(path)
         if adata.n_obs != embedding.shape[0]:
             raise ValueError(f"{path} has {adata.n_obs} observations but the embedding has "
                              f"{embedding.shape[0]} rows")

@@ -14,7 +14,8 @@ a, b kernel (UMAP: McInnes, Healy & Melville 2018), with ``u = d²``::
 
     q = 1 / (1 + a u^b),    g = a b u^(b−1) q = −∂ log q / ∂u
 
-and UMAP's gradient coefficients of ``(y_i − y_j)`` (the attraction's is ``2g``)::
+and UMAP's gradient coefficients of ``(y_i − y_j)`` (the attraction's is ``2g``), as GDR's
+unnormalized mode evaluates them (:func:`gdr_attraction_coeff`, :func:`gdr_repulsion_coeff`)::
 
     attraction   2ab u^(b−1) / (1 + a u^b)
     repulsion    2b / ((ε + u)(1 + a u^b)),     ε = ``UMAP_EPS`` = 10⁻³
@@ -105,8 +106,9 @@ def ab_kernel(u, a, b):
 
 
 @numba.njit(inline="always", cache=True)
-def umap_attraction_coeff(u, a, b):
-    """``2ab u^(b−1) / (1 + a u^b)`` for u > 0."""
+def gdr_attraction_coeff(u, a, b):
+    """``2ab u^(b−1) / (1 + a u^b)`` for u > 0: UMAP's attraction coefficient in the order of
+    GDR's unnormalized mode (:mod:`unimap.optimizers.gdr`)."""
     if b == _ONE:
         return _TWO * a / (_ONE + a * u)
     ub1 = fast_pow(max(u, POW_FLOOR), b - _ONE)
@@ -114,8 +116,9 @@ def umap_attraction_coeff(u, a, b):
 
 
 @numba.njit(inline="always", cache=True)
-def umap_repulsion_coeff(u, a, b, eps):
-    """``2b / ((ε + u)(1 + a u^b))``; finite at u = 0, where the direction it multiplies is 0.
+def gdr_repulsion_coeff(u, a, b, eps):
+    """``2b / ((ε + u)(1 + a u^b))``, UMAP's repulsion coefficient in the order of GDR's
+    unnormalized mode; finite at u = 0, where the direction it multiplies is 0.
     u is raised to ``POW_FLOOR`` (beside ε nothing changes), the start of fast_pow's range: a
     smaller floor would let u^b leave that range for b ≥ 1.3 and give coincident points a
     negative coefficient."""

@@ -149,13 +149,14 @@ class NeighborEmbedding(UnimapEstimator):
         fit.n_features_in_ = X.shape[1]
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
+        fit._index = self._neighbor_index(streams.neighbors)
         fit.memory_estimate_ = self._check_memory(fit, X)
         self._place_phases(fit, X)
         name = type(self).__name__
         unit = self._STEP_UNIT
         with numba_threads(resolve_n_jobs(self.n_jobs)):
             with clock.phase("neighbors", lambda: fit.knn_method_):
-                fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X, streams.neighbors)
+                fit.knn_indices_, fit.knn_dists_ = self._neighbors(fit, X)
             with clock.phase("affinities", lambda: f"{fit.graph_.nnz} edges"):
                 fit.graph_ = self._affinities(fit, fit.knn_indices_, fit.knn_dists_)
             with clock.phase("init", lambda: fit.init_info_["method"]):
@@ -237,6 +238,8 @@ class NeighborEmbedding(UnimapEstimator):
         on_gpu = self._cuda_phases(fit, X) if device == "cuda" else ()
         fit.devices_ = {phase: "cuda" if phase in on_gpu else "cpu" for phase in self.PHASES}
         fit.device_ = "cuda" if on_gpu else "cpu"
+        if fit._index is not None:  # the kNN graph is built where the plan placed it
+            fit._index.device = fit.devices_["neighbors"]
         if device == "cuda" and "optimize" not in on_gpu and self.device == "cuda":
             # the optimizer is most of a fit: a GPU fit whose optimizer falls back says so
             warnings.warn(f"{type(self).__name__}{self._variant()}'s optimizer has no CUDA "
@@ -258,7 +261,6 @@ class NeighborEmbedding(UnimapEstimator):
         where ARPACK on the CPU takes about 0.5 s (``benchmarks/results/gpu.md``;
         ``benchmarks/device/lobpcg_profile.py`` measures where its time goes)."""
         from unimap.initialization.layouts import pca_init_on_gpu
-        from unimap.neighbors.graph import NeighborIndex
 
         phases = ("affinities",)
         init = fit.init_ if isinstance(fit.init_, str) else "array"
@@ -267,11 +269,9 @@ class NeighborEmbedding(UnimapEstimator):
             phases += ("init",)  # decomposition.pca_cuda
         if self._optimizer_on_gpu(fit, X.shape[0]):
             phases += ("optimize",)
-        if self.precomputed_knn is not None or sp.issparse(X):
+        if fit._index is None or sp.issparse(X):  # precomputed_knn, or sparse rows
             return phases
-        index = NeighborIndex(self.metric, self.knn_method, device="cuda",
-                              metric_kwds=self._metric_kwds)
-        if index.serves_on_gpu(X.shape[0], fit.n_neighbors_):
+        if fit._index.serves_on_gpu(X.shape[0], fit.n_neighbors_, device="cuda"):
             phases = ("neighbors", *phases)
         return phases
 
@@ -343,16 +343,15 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _memory_estimate(self, fit: FitPlan, X: Any) -> MemoryEstimate:
         """The phases' peaks (:func:`unimap.methods.memory_plan.pipeline_estimate`) from the shapes,
-        the plan and the method's :class:`MemoryProfile`."""
-        from unimap.neighbors.graph import NeighborIndex
+        the plan (the kNN backend the fit's index plans) and the method's
+        :class:`MemoryProfile`."""
         from unimap.neighbors.sparse_rows import keeps_sparse
 
         n, d = X.shape
         sparse = sp.issparse(X) and self.metric != "precomputed"
-        knn = ("precomputed" if self.precomputed_knn is not None
+        knn = ("precomputed" if fit._index is None
                else "sparse" if sparse and keeps_sparse(X, self.metric, self.knn_method)
-               else NeighborIndex(self.metric, self.knn_method,
-                                  metric_kwds=self._metric_kwds).planned_method(n))
+               else fit._index.planned_method(n))
         spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
                                  sp.issparse(X), spectral, self._memory_profile(fit, n),
@@ -368,20 +367,28 @@ class NeighborEmbedding(UnimapEstimator):
         return FiniteGuard(name or type(self).__name__, causes,
                            fit.epoch_bar)
 
-    def _neighbors(self, fit: FitPlan, X: Any, seed: int):
-        """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns."""
+    def _neighbor_index(self, seed: int) -> Any:
+        """The fit's :class:`unimap.neighbors.graph.NeighborIndex`, unbuilt (None with
+        ``precomputed_knn``): planned once (the memory estimate asks for its backend, the
+        phase plan whether the GPU serves it), then built by :meth:`_neighbors`."""
+        if self.precomputed_knn is not None:
+            return None
         from unimap.neighbors.graph import NeighborIndex
+
+        return NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
+                             metric_kwds=self._metric_kwds)
+
+    def _neighbors(self, fit: FitPlan, X: Any):
+        """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns, of
+        the planned ``fit._index``."""
         from unimap.runtime.validation import check_knn_graph
 
         k = fit.n_neighbors_
-        if self.precomputed_knn is not None:
-            fit._index, fit.knn_method_ = None, "precomputed"
+        if fit._index is None:
+            fit.knn_method_ = "precomputed"
             return check_knn_graph(self.precomputed_knn, X.shape[0], k)
-        index = NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
-                              metric_kwds=self._metric_kwds,
-                              device=fit.devices_["neighbors"]).build(X)
-        graph = index.knn_graph(k)
-        fit._index, fit.knn_method_ = index, index.method_
+        graph = fit._index.build(X).knn_graph(k)
+        fit.knn_method_ = fit._index.method_
         return graph.indices, graph.distances
 
     def _initialize(self, fit: FitPlan, X: Any, seed: int) -> np.ndarray:

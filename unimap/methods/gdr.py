@@ -8,13 +8,13 @@ attraction and ``n_negatives`` uniform negative samples:
 
 - ``normalized=False`` (UMAP-like): fuzzy cross-entropy with the ``1 − p_ik`` of the repulsion
   replaced by the mean edge weight p̄, linearly decaying step, clipping
-  (:func:`unimap.optimizers.gdr_full_batch.full_batch_umap`);
+  (:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch`);
 - ``normalized=True`` (t-SNE-like): KL(P‖Q) with Z estimated from the same negative samples
-  (:class:`unimap.optimizers.forces.SampledForces`), early exaggeration, momentum and gains
-  (:func:`unimap.optimizers.gradient_descent.gradient_descent`).
+  (:class:`unimap.optimizers.gdr.forces.SampledForces`), early exaggeration, momentum and gains
+  (:func:`unimap.optimizers.gradient_descent.descent.gradient_descent`).
 
 The losses and their gradients, exactly as implemented, are written out in
-:mod:`unimap.optimizers.gdr_numba`. Unlike the public GDR implementation, the t-SNE mode calibrates
+:mod:`unimap.optimizers.gdr`. Unlike the public GDR implementation, the t-SNE mode calibrates
 P to a perplexity, keeps the chain-rule factor of ``d^(2b)`` for b ≠ 1, accumulates forces per
 destination (no racing scatters) and draws negatives from a counter-based hash, so that the
 same ``random_state`` gives bitwise the same embedding for any ``n_jobs``.
@@ -88,7 +88,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         every row uses them, ``M/early_exaggeration`` during early exaggeration. Default: 1;
         with shared samples ``1000·n/nnz``, i.e. M = 1000 at any perplexity (25 per edge at
         perplexity 10 on MNIST; recorded in ``n_negatives_``). More samples lower the noise of
-        the repulsion, not its expected strength (see :mod:`unimap.optimizers.gdr_numba`).
+        the repulsion, not its expected strength (see :mod:`unimap.optimizers.gdr`).
     shared_negatives : bool, optional
         Normalized mode: draw one set of negative samples per epoch for all rows instead of
         per row. Its noise is common to neighbouring points, so it does not shuffle them

@@ -2,8 +2,8 @@
 
 The modes share GDR's pipeline and parameters but differ in nearly every step: the affinity
 (UMAP's fuzzy graph or t-SNE's perplexity P), the defaults of the plan, the layout's scale,
-the optimizer (:func:`unimap.optimizers.gdr_full_batch.gdr_unnormalized` or
-:func:`unimap.optimizers.gdr_normalized.gdr_normalized`), its memory, its GPU support, the
+the optimizer (:func:`unimap.optimizers.gdr.unnormalized.gdr_unnormalized` or
+:func:`unimap.optimizers.gdr.normalized.gdr_normalized`), its memory, its GPU support, the
 placement of new points and ``update``. :class:`unimap.methods.gdr.GDR` chooses its mode in
 one place (``GDR._mode``) and asks it; nothing else branches on ``normalized``.
 
@@ -120,7 +120,7 @@ class UMAPLikeMode(GDRMode):
 
     def memory_profile(self, est, fit, n):
         from unimap.methods.memory_plan import OPTIMIZER_BYTES
-        from unimap.optimizers.gdr_full_batch import relabels_for_locality
+        from unimap.optimizers.gdr.unnormalized import relabels_for_locality
 
         # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
         edges = n * fit.n_neighbors_
@@ -130,12 +130,12 @@ class UMAPLikeMode(GDRMode):
         return MemoryProfile("fuzzy", arrays, "n_neighbors")
 
     def optimizer_on_gpu(self, est, fit):
-        from unimap.optimizers.gdr_cuda import supports
+        from unimap.optimizers.gdr.unnormalized_cuda import supports
 
         return supports(est.n_components)
 
     def optimize(self, est, fit, init, common):
-        from unimap.optimizers.gdr_full_batch import gdr_unnormalized
+        from unimap.optimizers.gdr.unnormalized import gdr_unnormalized
         from unimap.runtime.guards import UMAP_CAUSES
 
         weight = (est.repulsion_strength * fit.mean_weight_ * REPULSION_RATE
@@ -189,12 +189,12 @@ class TSNELikeMode(GDRMode):
         return cut
 
     def optimizer_on_gpu(self, est, fit):
-        from unimap.optimizers.gdr_normalized_cuda import supports
+        from unimap.optimizers.gdr.normalized_cuda import supports
 
         return supports(est.n_components, fit.shared_negatives_)
 
     def optimize(self, est, fit, init, common):
-        from unimap.optimizers.gdr_normalized import gdr_normalized
+        from unimap.optimizers.gdr.normalized import gdr_normalized
         from unimap.runtime.guards import TSNE_CAUSES
 
         Y, fit.z_ = gdr_normalized(
@@ -205,7 +205,7 @@ class TSNELikeMode(GDRMode):
         return Y
 
     def place(self, est, X):
-        from unimap.optimizers.forces import RepulsionParams
+        from unimap.optimizers.gradient_descent.forces import RepulsionParams
         from unimap.placement import perplexity_placement
 
         method = "barnes_hut" if est.n_components <= 3 else "exact"

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from unimap.neighbors.candidates import HNSW_PCA_DIM
-from unimap.neighbors.hnsw import hnsw_layout
-from unimap.optimizers.repulsion.fft import MAX_NODES_2D
+from unimap.neighbors.graph import memory_bytes
+from unimap.optimizers.gradient_descent.repulsion.fft import MAX_NODES_2D
 from unimap.runtime.memory import MemoryEstimate
 
 __all__ = ["MemoryProfile", "pipeline_estimate", "neighbors_bytes", "fft_grid_bytes",
@@ -35,10 +34,6 @@ SPECTRAL_INIT_BYTES = 40
 # The optimizers' own arrays, bytes per kNN edge, set from measured peaks so that the estimate
 # stays above them (measured: benchmarks/results/scale_umap.md, fit_memory.md).
 OPTIMIZER_BYTES = {"umap_sgd": 108, "gdr": 16, "gdr_normalized": 40, "tsne": 8}
-# faiss HNSW: vectors and level-0 links, with std::vector growth (from the resident-set growth)
-HNSW_LINK_BYTES = 2 * 16 * 4
-HNSW_GROWTH = 1.6
-EXACT_BLOCK_BYTES = 1 << 27  # unimap.neighbors.exact._CHUNK_BYTES; two blocks live at once
 
 class MemoryProfile(NamedTuple):
     """What a method's own steps allocate (its ``_memory_profile``), for
@@ -94,35 +89,15 @@ def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[i
     ``method`` on n points of d features and k columns (the point itself included).
 
     Kept: the graph (int32 indices, float32 distances) and the index ``transform`` reuses.
+    Each backend counts its own arrays (:func:`unimap.neighbors.graph.memory_bytes`).
     """
-    graph = n * k * 8
-    if metric == "precomputed":  # rows of the (validated, float32) n x n matrix: top k each
-        return graph * 3, graph
-    copy = n * d * 4 if metric in ("cosine", "correlation") else 0  # normalised rows
-    if method == "exact":
-        block = min(EXACT_BLOCK_BYTES, n * n * 4)
-        return copy + 2 * block + graph * 3, copy + graph
-    if method == "hnsw":
-        p = min(d, HNSW_PCA_DIM)
-        index = int(n * (4 * p + HNSW_LINK_BYTES) * HNSW_GROWTH)
-        ordered = n * p * 4  # the projection in Morton order, kept for the graph's search
-        projection = n * (d + p) * 4 if d > HNSW_PCA_DIM else 0  # centred copy while projecting
-        layout = hnsw_layout(n)
-        parts = layout.n_parts
-        cand = layout.candidates_per_part(k, self_join=True)
-        reverse = parts * cand * 4 if k <= layout.self_candidates else 0
-        search = n * (parts * cand * 8 + cand * 4 + reverse + 24 * k)
-        kept = copy + index + ordered + graph
-        return kept + max(projection, search), kept
-    # nndescent: pynndescent's float32 copy, its forest and heaps (~3 arrays of n x k, 8 B)
-    kept = copy + n * d * 4 + graph
-    return kept + n * k * 24 * 3, kept
+    return memory_bytes(method, n, d, k, metric)
 
 
 def fft_grid_bytes(n: int) -> int:
     """The 2-D FFT workspace of t-SNE's interpolation
-    (``unimap.optimizers.repulsion.fft._convolve_2d``): 224 bytes per node squared. The grid
-    follows the embedding's span, which is not known before the fit; t-SNE spans grow about
+    (``unimap.optimizers.gradient_descent.repulsion.fft._convolve_2d``): 224 bytes per node squared.
+    The grid follows the embedding's span, which is not known before the fit; t-SNE spans grow about
     like sqrt(n), and the grid is capped at ``MAX_NODES_2D``."""
     nodes = min(MAX_NODES_2D, 3 * max(50, int(0.75 * n**0.5) + 1))
     return 224 * nodes * nodes

@@ -3,8 +3,8 @@
 neighbours (:mod:`unimap.neighbors.graph`, ⌊3·perplexity⌋) → perplexity-calibrated, symmetrised P
 (:mod:`unimap.affinity.perplexity`) → initialization (:mod:`unimap.initialization`, std 1e-4) →
 Student-t kernel with ``dof`` degrees of freedom, repulsion exact, Barnes-Hut or FFT
-(:mod:`unimap.optimizers.forces`) → full-batch gradient descent with exaggeration phases, momentum
-and gains (:mod:`unimap.optimizers.gradient_descent`); new points by
+(:mod:`unimap.optimizers.gradient_descent.forces`) → full-batch gradient descent with exaggeration
+phases, momentum and gains (:mod:`unimap.optimizers.gradient_descent.descent`); new points by
 :func:`unimap.placement.perplexity_placement`.
 """
 
@@ -347,9 +347,9 @@ default="pca"
         return P
 
     def _optimize(self, fit, init, seed):
-        from unimap.optimizers.forces import TSNEForces
-        from unimap.optimizers.gradient_descent import Phase, gradient_descent
-        from unimap.optimizers.stopping import StoppingRule
+        from unimap.optimizers.gradient_descent.descent import Phase, gradient_descent
+        from unimap.optimizers.gradient_descent.forces import TSNEForces
+        from unimap.optimizers.gradient_descent.stopping import StoppingRule
 
         n_iter = self._max_iter
         n_early = min(self.early_exaggeration_iter, n_iter)
@@ -373,9 +373,9 @@ default="pca"
         return Y.astype(np.float32)
 
     def _optimize_on_gpu(self, fit, init, phases, stopping):
-        """The exact gradient on the GPU (:mod:`unimap.optimizers.tsne_cuda`): ``method_``
-        becomes ``"exact"``, and ``kl_divergence_`` has the exact Z."""
-        from unimap.optimizers.tsne_cuda import gradient_descent_cuda
+        """The exact gradient on the GPU (:mod:`unimap.optimizers.gradient_descent.tsne_cuda`):
+        ``method_`` becomes ``"exact"``, and ``kl_divergence_`` has the exact Z."""
+        from unimap.optimizers.gradient_descent.tsne_cuda import gradient_descent_cuda
 
         fit.method_ = "exact"
         Y, fit.n_iter_, fit.kl_divergence_ = gradient_descent_cuda(
@@ -386,7 +386,7 @@ default="pca"
         return Y.astype(np.float32)
 
     def _optimizer_on_gpu(self, fit, n_samples) -> bool:
-        from unimap.optimizers.tsne_cuda import supports
+        from unimap.optimizers.gradient_descent.tsne_cuda import supports
 
         # an approximation asked for by name stays the CPU's; "auto" becomes exact sums
         return self.method in ("auto", "exact") and supports(n_samples, self.n_components,
@@ -455,7 +455,7 @@ default="pca"
         return self.method_
 
     def _repulsion_params(self, method: str):
-        from unimap.optimizers.forces import RepulsionParams
+        from unimap.optimizers.gradient_descent.forces import RepulsionParams
 
         return RepulsionParams(method, float(self._angle), float(self.dof),
                                int(self.n_interpolation_points), int(self.min_num_intervals),

@@ -43,8 +43,8 @@ class UMAP(UMAPFamily, NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
 
     The optimizer is unimap's edge-coloured threaded SGD (see
-    :mod:`unimap.optimizers.umap_sgd_numba`): it uses all cores and the same ``random_state`` gives
-    bitwise the same embedding for any ``n_jobs``; there is no separate "reproducible mode" to
+    :mod:`unimap.optimizers.umap_sgd.epochs_numba`): it uses all cores and the same ``random_state``
+    gives bitwise the same embedding for any ``n_jobs``; there is no separate "reproducible mode" to
     remember. From 50,000 points on (2-D, on the CPU;
     :data:`unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`), each block of 512 edges draws
     its negative samples from a pool of 128 points drawn afresh every epoch, instead of each sample
@@ -120,7 +120,7 @@ default="spectral"
         densMAP (Narayan, Berger & Cho 2021; umap-learn's ``densmap``): the last
         ``dens_frac`` of the epochs also pull each point's local radius in the embedding
         towards its radius in the data, so that dense and sparse regions keep their relative
-        spread (:mod:`unimap.optimizers.densmap_numba`). CPU only.
+        spread (:mod:`unimap.optimizers.umap_sgd.densmap_numba`). CPU only.
     dens_lambda : float, default=2.0
         Weight of the density term.
     dens_frac : float in [0, 1], default=0.3
@@ -129,7 +129,7 @@ default="spectral"
         Added to the variance of the embedding's log radii (keeps the term finite).
     output_metric : {"euclidean", "haversine", "hyperboloid"}, default="euclidean"
         The space of the embedding (umap-learn's parameter;
-        :mod:`unimap.optimizers.output_metric_numba`): ``"haversine"`` lays it out on the
+        :mod:`unimap.optimizers.umap_sgd.output_metric_numba`): ``"haversine"`` lays it out on the
         sphere, each row ``(θ, φ)`` in radians (``x = sin θ cos φ``, ``y = sin θ sin φ``,
         ``z = cos θ``; ``n_components=2``); ``"hyperboloid"`` in hyperbolic space, each row
         the spatial coordinates of a point of the hyperboloid model (its first coordinate
@@ -347,7 +347,7 @@ default="spectral"
 
     def _affinities(self, fit, knn_indices, knn_dists):
         from unimap.affinity.fuzzy import fuzzy_simplicial_set
-        from unimap.optimizers.umap_sgd import prune_graph
+        from unimap.optimizers.umap_sgd.common import prune_graph
 
         graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
             knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio,
@@ -361,19 +361,19 @@ default="spectral"
         return fit.pruned_graph
 
     def _optimize(self, fit, init, seed):
-        from unimap.optimizers.umap_sgd import umap_sgd
+        from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
 
         graph, fit.pruned_graph = fit.pruned_graph, None  # freed: graph_ holds the full graph
         from unimap.runtime.guards import UMAP_CAUSES
 
         density = self._density(fit, graph)
-        return umap_sgd(init, None, graph, fit.n_epochs_, fit.a_, fit.b_, seed,
-                        learning_rate=self.learning_rate,
-                        repulsion_strength=self.repulsion_strength,
-                        negative_sample_rate=self.negative_sample_rate,
-                        guard=self._epoch_guard(fit, UMAP_CAUSES),
-                        device=fit.devices_["optimize"], density=density,
-                        output_metric=self.output_metric)
+        return umap_sgd_fit(init, graph, n_epochs=fit.n_epochs_, a=fit.a_, b=fit.b_, seed=seed,
+                            learning_rate=self.learning_rate,
+                            repulsion_strength=self.repulsion_strength,
+                            negative_sample_rate=self.negative_sample_rate,
+                            guard=self._epoch_guard(fit, UMAP_CAUSES),
+                            device=fit.devices_["optimize"], density=density,
+                            output_metric=self.output_metric)
 
     def _density(self, fit, graph):
         """densMAP's plan (None without ``densmap``) and, with ``output_dens``, the data's
@@ -381,7 +381,7 @@ default="spectral"
         if not (self.densmap or self.output_dens):
             return None
         from unimap.affinity.density import log_radii, standardized
-        from unimap.optimizers.umap_sgd import DensityPlan
+        from unimap.optimizers.umap_sgd.fit import DensityPlan
 
         radii = log_radii(graph, fit.knn_indices_, fit.knn_dists_)
         if self.output_dens:
@@ -418,7 +418,7 @@ default="spectral"
             fit.rad_emb_ = fit.rad_emb_[fit.unique_inverse_]
 
     def _optimizer_on_gpu(self, fit, n_samples) -> bool:
-        from unimap.optimizers.umap_sgd_cuda import supports
+        from unimap.optimizers.umap_sgd.epochs_cuda import supports
 
         return (supports(self.n_components) and not self.densmap
                 and self.output_metric in ("euclidean", "l2"))

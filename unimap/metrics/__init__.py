@@ -20,9 +20,10 @@ except the exact trustworthiness on data small enough to hold one block of rows.
 
 The code lives in private modules: ``_trustworthiness`` (trustworthiness, continuity, the
 sampled estimate), ``_neighborhood`` (kNN recall and accuracy), ``_global`` (triplets,
-distance correlation), ``_graph`` (the kNN graph's recall), ``_objectives`` (KL
-divergence, cross-entropy), ``_checks`` (shared input checks) and ``_common`` (the block size
-of all blocked computations, seeding).
+distance correlation), ``_graph`` (the kNN graph's recall) and ``_objectives`` (KL
+divergence, cross-entropy). What they share, which :mod:`unimap.analysis` and
+:mod:`unimap.dask` use too, is in ``checks`` (input checks) and ``common`` (the block size
+of all blocked computations, seeding, row preparation).
 """
 
 from unimap.metrics._global import distance_correlation, triplet_accuracy

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from unimap.metrics import _common
-from unimap.metrics._checks import _check_pair
-from unimap.metrics._common import _prepare_rows, _rng
+from unimap.metrics import common
+from unimap.metrics.checks import check_pair
+from unimap.metrics.common import make_rng, prepare_rows
 from unimap.runtime.validation import check_int
 
 
@@ -19,7 +19,7 @@ def _paired_distances(X: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
     if metric == "precomputed":
         return X[rows_a, rows_b].astype(np.float64)
     out = np.empty(rows_a.shape[0], dtype=np.float64)
-    batch = max(1, _common._BLOCK_BYTES // (16 * X.shape[1]))
+    batch = max(1, common.BLOCK_BYTES // (16 * X.shape[1]))
     for start in range(0, rows_a.shape[0], batch):
         a = np.asarray(X[rows_a[start : start + batch]], dtype=np.float64)
         b = np.asarray(X[rows_b[start : start + batch]], dtype=np.float64)
@@ -28,7 +28,7 @@ def _paired_distances(X: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
         elif metric == "euclidean":
             d = np.sqrt(np.einsum("ij,ij->i", a - b, a - b))
         else:  # cosine and correlation: 1 - cosine similarity of (centred) rows
-            a, b = _prepare_rows(a, metric), _prepare_rows(b, metric)
+            a, b = prepare_rows(a, metric), prepare_rows(b, metric)
             d = 1.0 - np.einsum("ij,ij->i", a, b)
         out[start : start + batch] = d
     return out
@@ -90,10 +90,10 @@ default="euclidean"
     >>> bool(0.4 < triplet_accuracy(X, X[::-1], random_state=0) < 0.6)  # shuffled: chance
     True
     """
-    X, embedding = _check_pair(X, embedding, metric, min_samples=3)
+    X, embedding = check_pair(X, embedding, metric, min_samples=3)
     n = X.shape[0]
     size = check_int(n_triplets, "n_triplets", 1)
-    rng = _rng(random_state)
+    rng = make_rng(random_state)
     anchor, near = _distinct_pairs(rng, n, size)
     # Third point uniform over the n - 2 others: skip the two taken ids in increasing order.
     low, high = np.minimum(anchor, near), np.maximum(anchor, near)
@@ -149,8 +149,8 @@ default="euclidean"
     """
     from scipy.stats import spearmanr
 
-    X, embedding = _check_pair(X, embedding, metric, min_samples=2)
+    X, embedding = check_pair(X, embedding, metric, min_samples=2)
     size = check_int(n_pairs, "n_pairs", 2)
-    first, second = _distinct_pairs(_rng(random_state), X.shape[0], size)
+    first, second = _distinct_pairs(make_rng(random_state), X.shape[0], size)
     input_dist, embedding_dist = _both_distances(X, embedding, first, second, metric)
     return float(spearmanr(input_dist, embedding_dist).statistic)

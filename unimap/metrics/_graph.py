@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from unimap.metrics import _common
-from unimap.metrics._checks import _check_precomputed, _float_dtype
-from unimap.metrics._common import _prepare_rows
-from unimap.metrics._neighborhood import _drop_self, _exact_neighbors, _sample_queries
+from unimap.metrics import common
+from unimap.metrics._neighborhood import drop_self, exact_neighbors, sample_queries
 from unimap.metrics._trustworthiness import SampledScore
+from unimap.metrics.checks import check_precomputed, float_dtype
+from unimap.metrics.common import prepare_rows
 from unimap.neighbors.graph import NATIVE_OR_PRECOMPUTED as METRICS
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_array, check_choice, check_int
@@ -81,19 +81,19 @@ default="euclidean"
     ('exact', 1.0)
     """
     check_choice(metric, "metric", METRICS)
-    X = check_array(X, "X", min_samples=2, dtype=_float_dtype(X))
+    X = check_array(X, "X", min_samples=2, dtype=float_dtype(X))
     if metric == "precomputed":
-        _check_precomputed(X)
+        check_precomputed(X)
     n = X.shape[0]
-    indices = _check_indices(knn_indices, n)
+    indices = check_indices(knn_indices, n)
     k = indices.shape[1] - 1
     check_int(k + 1, "the number of columns of knn_indices", 2, n)
-    query_ids = _sample_queries(n, sample_size, random_state)
+    query_ids = sample_queries(n, sample_size, random_state)
     rows = np.arange(n) if query_ids is None else query_ids
 
     def exact_and_listed(listed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with numba_threads(resolve_n_jobs(n_jobs)):
-            exact = _exact_neighbors(X, query_ids, k, metric, n_jobs)
+            exact = exact_neighbors(X, query_ids, k, metric, n_jobs)
         return (_distances(X, rows, exact[:, -1:], metric)[:, 0],
                 _distances(X, rows, np.maximum(listed, 0), metric))
 
@@ -106,7 +106,7 @@ def score_listed(indices: np.ndarray, rows: np.ndarray, n: int,
     exact ``k``-th distance and its distances to the ``listed`` rows (``-1``: a miss), both
     in one geometry (shared with :func:`unimap.dask.knn_graph_recall`)."""
     k = indices.shape[1] - 1
-    listed = _drop_self(indices[rows], rows, k)
+    listed = drop_self(indices[rows], rows, k)
     listed[listed == rows[:, None]] = -1  # a row listing itself more than once: a miss
     listed = _distinct(listed)
     bound, found = exact_and_listed(listed)
@@ -118,7 +118,7 @@ def score_listed(indices: np.ndarray, rows: np.ndarray, n: int,
     return SampledScore(float(terms.mean()), float(stderr))
 
 
-def _check_indices(knn_indices: Any, n: int) -> np.ndarray:
+def check_indices(knn_indices: Any, n: int) -> np.ndarray:
     indices = np.asarray(knn_indices)
     if indices.ndim != 2 or indices.shape[0] != n:
         raise ValueError(f"knn_indices must have shape ({n}, n_neighbors), one row per row of "
@@ -147,7 +147,7 @@ def _distances(X: np.ndarray, rows: np.ndarray, columns: np.ndarray, metric: str
     if metric == "precomputed":
         return np.asarray(X[rows[:, None], columns], dtype=np.float64)
     out = np.empty(columns.shape, dtype=np.float64)
-    block = max(1, _common._BLOCK_BYTES // (8 * X.shape[1] * columns.shape[1]))
+    block = max(1, common.BLOCK_BYTES // (8 * X.shape[1] * columns.shape[1]))
     for start in range(0, rows.size, block):
         stop = min(rows.size, start + block)
         cols = columns[start:stop]
@@ -156,7 +156,7 @@ def _distances(X: np.ndarray, rows: np.ndarray, columns: np.ndarray, metric: str
             b = np.asarray(X[cols.ravel()], dtype=np.float64).reshape(*cols.shape, -1)
             out[start:stop] = np.abs(a[:, None, :] - b).sum(axis=2)
         else:  # euclidean on rows prepared so that the metric is monotone in it
-            a = _prepare_rows(X[rows[start:stop]], metric)
-            b = _prepare_rows(X[cols.ravel()], metric).reshape(*cols.shape, -1)
+            a = prepare_rows(X[rows[start:stop]], metric)
+            b = prepare_rows(X[cols.ravel()], metric).reshape(*cols.shape, -1)
             out[start:stop] = np.sqrt(((a[:, None, :] - b) ** 2).sum(axis=2))
     return out

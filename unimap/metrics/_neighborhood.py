@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from unimap.metrics import _common
-from unimap.metrics._checks import _check_labels, _check_pair
-from unimap.metrics._common import _rng
+from unimap.metrics import common
+from unimap.metrics.checks import check_labels, check_pair
+from unimap.metrics.common import make_rng
 from unimap.neighbors.graph import NeighborIndex, nearest_neighbors
 from unimap.runtime.validation import check_array, check_int
 
 
-def _drop_self(indices: np.ndarray, query_ids: np.ndarray, k: int) -> np.ndarray:
+def drop_self(indices: np.ndarray, query_ids: np.ndarray, k: int) -> np.ndarray:
     """The first ``k`` entries of each row other than the query itself.
 
     Rows that do not contain the query (exact duplicates tie with it at distance 0) keep their
@@ -25,7 +25,7 @@ def _drop_self(indices: np.ndarray, query_ids: np.ndarray, k: int) -> np.ndarray
     return np.take_along_axis(indices, order, axis=1).astype(np.int64)
 
 
-def _exact_neighbors(data: np.ndarray, query_ids: np.ndarray | None, k: int, metric: str,
+def exact_neighbors(data: np.ndarray, query_ids: np.ndarray | None, k: int, metric: str,
                      n_jobs: Any) -> np.ndarray:
     """Exact ``k`` nearest other points of each query (all points when ``query_ids`` is None)."""
     if query_ids is None:
@@ -33,17 +33,17 @@ def _exact_neighbors(data: np.ndarray, query_ids: np.ndarray | None, k: int, met
         return graph.indices[:, 1:].astype(np.int64)
     index = NeighborIndex(metric=metric, method="exact", n_jobs=n_jobs).build(data)
     indices, _ = index.query(data[query_ids], k + 1)
-    return _drop_self(indices, query_ids, k)
+    return drop_self(indices, query_ids, k)
 
 
-def _sample_queries(n_samples: int, sample_size: Any, random_state: Any) -> np.ndarray | None:
+def sample_queries(n_samples: int, sample_size: Any, random_state: Any) -> np.ndarray | None:
     """Sorted random query points without replacement, or None for all of them."""
     if sample_size is None:
         return None
     size = check_int(sample_size, "sample_size", 1)
     if size >= n_samples:
         return None
-    return np.sort(_rng(random_state).choice(n_samples, size=size, replace=False))
+    return np.sort(make_rng(random_state).choice(n_samples, size=size, replace=False))
 
 
 def _shared_count(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,7 +60,7 @@ def _majority_vote(neighbor_labels: np.ndarray) -> np.ndarray:
     """
     m, k = neighbor_labels.shape
     out = np.empty(m, dtype=neighbor_labels.dtype)
-    batch = max(1, _common._BLOCK_BYTES // (k * k))
+    batch = max(1, common.BLOCK_BYTES // (k * k))
     for start in range(0, m, batch):
         labels = neighbor_labels[start : start + batch]
         counts = (labels[:, :, None] == labels[:, None, :]).sum(axis=2)
@@ -121,12 +121,12 @@ default="euclidean"
     >>> knn_recall(X, X)
     1.0
     """
-    X, embedding = _check_pair(X, embedding, metric, min_samples=2)
+    X, embedding = check_pair(X, embedding, metric, min_samples=2)
     n = X.shape[0]
     k = check_int(n_neighbors, "n_neighbors", 1, n - 1)
-    query_ids = _sample_queries(n, sample_size, random_state)
-    input_neighbors = _exact_neighbors(X, query_ids, k, metric, n_jobs)
-    embedding_neighbors = _exact_neighbors(embedding, query_ids, k, "euclidean", n_jobs)
+    query_ids = sample_queries(n, sample_size, random_state)
+    input_neighbors = exact_neighbors(X, query_ids, k, metric, n_jobs)
+    embedding_neighbors = exact_neighbors(embedding, query_ids, k, "euclidean", n_jobs)
     return float(_shared_count(input_neighbors, embedding_neighbors).mean() / k)
 
 
@@ -179,10 +179,10 @@ def knn_accuracy(
     """
     embedding = check_array(embedding, "embedding", min_samples=2)
     n = embedding.shape[0]
-    codes = _check_labels(labels, n)
+    codes = check_labels(labels, n)
     n_folds = check_int(n_folds, "n_folds", 2, n)
     k = check_int(n_neighbors, "n_neighbors", 1, n - math.ceil(n / n_folds))
-    folds = np.array_split(_rng(random_state).permutation(n), n_folds)
+    folds = np.array_split(make_rng(random_state).permutation(n), n_folds)
     correct = 0
     for test in folds:
         is_train = np.ones(n, dtype=bool)
@@ -236,7 +236,7 @@ def knn_accuracy_loo(
     """
     embedding = check_array(embedding, "embedding", min_samples=2)
     n = embedding.shape[0]
-    codes = _check_labels(labels, n)
+    codes = check_labels(labels, n)
     k = check_int(n_neighbors, "n_neighbors", 1, n - 1)
-    neighbors = _exact_neighbors(embedding, None, k, "euclidean", n_jobs)
+    neighbors = exact_neighbors(embedding, None, k, "euclidean", n_jobs)
     return float((_majority_vote(codes[neighbors]) == codes).mean())

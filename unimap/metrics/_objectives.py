@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.metrics import _common
-from unimap.metrics._checks import _check_square_sparse
+from unimap.metrics import common
+from unimap.metrics.checks import check_square_sparse
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_array, check_float
 
@@ -36,7 +36,7 @@ def _check_objective_inputs(M: Any, name: str, embedding: Any):
     M : scipy.sparse.coo_matrix of shape (n_samples, n_samples)
     """
     embedding = check_array(embedding, "embedding", min_samples=2, dtype=np.float64)
-    return embedding, _check_square_sparse(M, name, embedding.shape[0])
+    return embedding, check_square_sparse(M, name, embedding.shape[0])
 
 
 def _sum_over_pairs(kernel: Callable, embedding: np.ndarray, params: tuple,
@@ -65,7 +65,7 @@ def _edge_sq_distances(embedding: np.ndarray, rows: np.ndarray, cols: np.ndarray
     """Squared euclidean distances between ``embedding[rows[e]]`` and ``embedding[cols[e]]``,
     by batches."""
     out = np.empty(rows.shape[0], dtype=np.float64)
-    batch = max(1, _common._BLOCK_BYTES // (8 * embedding.shape[1]))
+    batch = max(1, common.BLOCK_BYTES // (8 * embedding.shape[1]))
     for start in range(0, rows.shape[0], batch):
         diff = embedding[rows[start : start + batch]] - embedding[cols[start : start + batch]]
         out[start : start + batch] = np.einsum("ij,ij->i", diff, diff)
@@ -127,7 +127,7 @@ def tsne_kl_divergence(
     """
     from unimap.lowdim.similarity_numba import student_t_log_weight
     from unimap.metrics.ranks_numba import student_t_pair_sums
-    from unimap.optimizers.tsne_gd_numba import kl_term, kl_value
+    from unimap.optimizers.gradient_descent.gradient_numba import kl_term, kl_value
 
     embedding, P = _check_objective_inputs(P, "P", embedding)
     dof = check_float(dof, "dof", 0.0, low_inclusive=False)

@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from unimap.metrics import _common
-from unimap.metrics._checks import _check_pair, _check_trustworthiness_neighbors
-from unimap.metrics._common import _prepare_rows, _rng
+from unimap.metrics import common
+from unimap.metrics.checks import check_pair, check_trustworthiness_neighbors
+from unimap.metrics.common import make_rng, prepare_rows
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import check_int
 
@@ -59,7 +59,7 @@ def _exact_rank_penalty(rank_data, rank_metric: str, neighbors: np.ndarray) -> f
     from unimap.metrics.ranks_numba import rank_counts
 
     n, k = neighbors.shape
-    rows_per_block = max(1, min(n, _common._BLOCK_BYTES // (8 * n)))
+    rows_per_block = max(1, min(n, common.BLOCK_BYTES // (8 * n)))
     total = 0
     for start in range(0, n, rows_per_block):
         stop = min(n, start + rows_per_block)
@@ -173,9 +173,9 @@ def trustworthiness(
     >>> round(trustworthiness(X, X[:, ::-1]), 4)  # the same distances (up to ties)
     1.0
     """
-    X, embedding = _check_pair(X, embedding, metric, accept_sparse=True)
+    X, embedding = check_pair(X, embedding, metric, accept_sparse=True)
     n = X.shape[0]
-    k = _check_trustworthiness_neighbors(n_neighbors, n)
+    k = check_trustworthiness_neighbors(n_neighbors, n)
     n_threads = resolve_n_jobs(n_jobs)
     neighbors = _sklearn_neighbors(embedding, k, "euclidean", n_threads)
     with numba_threads(n_threads):
@@ -233,9 +233,9 @@ def continuity(
     >>> bool(0.9 < continuity(X, umap, n_neighbors=15) <= 1.0)
     True
     """
-    X, embedding = _check_pair(X, embedding, metric, accept_sparse=True)
+    X, embedding = check_pair(X, embedding, metric, accept_sparse=True)
     n = X.shape[0]
-    k = _check_trustworthiness_neighbors(n_neighbors, n)
+    k = check_trustworthiness_neighbors(n_neighbors, n)
     n_threads = resolve_n_jobs(n_jobs)
     neighbors = _sklearn_neighbors(X, k, metric, n_threads)
     with numba_threads(n_threads):
@@ -270,19 +270,19 @@ def _sampled_rank_penalties(X: np.ndarray, metric: str, query_ids: np.ndarray,
 
     n = X.shape[0]
     m, k = neighbors.shape
-    queries = _prepare_rows(X[query_ids], metric)
+    queries = prepare_rows(X[query_ids], metric)
     query_sq_norms = np.einsum("ij,ij->i", queries, queries)
     thresholds = np.empty((m, k), dtype=np.float64)
     for col in range(k):
-        diff = _prepare_rows(X[neighbors[:, col]], metric) - queries
+        diff = prepare_rows(X[neighbors[:, col]], metric) - queries
         thresholds[:, col] = np.einsum("ij,ij->i", diff, diff)
     thresholds, sorted_ids = _sorted_thresholds(thresholds, neighbors)
 
     less, equal, ties_before = (np.zeros((m, k), np.int64) for _ in range(3))
     own = np.full((m, k), np.nan)
-    block = max(1, min(n, _common._BLOCK_BYTES // (8 * max(m, X.shape[1]))))
+    block = max(1, min(n, common.BLOCK_BYTES // (8 * max(m, X.shape[1]))))
     for start in range(0, n, block):
-        rows = _prepare_rows(X[start : start + block], metric)
+        rows = prepare_rows(X[start : start + block], metric)
         rank_counts(queries @ rows.T, -2.0, query_sq_norms, np.einsum("ij,ij->i", rows, rows),
                     start, query_ids, thresholds, sorted_ids, less, equal, ties_before, own)
     less -= own < thresholds  # the neighbour itself is not closer than itself
@@ -359,12 +359,12 @@ def trustworthiness_sampled(
     >>> bool(abs(value - exact) < 4 * stderr), bool(stderr < 0.01)
     (True, True)
     """
-    X, embedding = _check_pair(X, embedding, metric, metrics=_SAMPLED_METRICS)
+    X, embedding = check_pair(X, embedding, metric, metrics=_SAMPLED_METRICS)
     n = X.shape[0]
-    k = _check_trustworthiness_neighbors(n_neighbors, n)
+    k = check_trustworthiness_neighbors(n_neighbors, n)
     size = min(check_int(n_samples, "n_samples", 1), n)
     if size < n:
-        query_ids = np.sort(_rng(random_state).choice(n, size=size, replace=False))
+        query_ids = np.sort(make_rng(random_state).choice(n, size=size, replace=False))
     else:
         query_ids = np.arange(n)
     query_ids = query_ids.astype(np.int64)

@@ -1,6 +1,6 @@
 """The kNN graph on a GPU: brute force in a PCA projection, then exact re-ranking.
 
-As the CPU's HNSW path (:class:`unimap.neighbors.hnsw._HNSWIndex`), candidates come from a
+As the CPU's HNSW path (:class:`unimap.neighbors.hnsw.HNSWIndex`), candidates come from a
 ``CANDIDATE_DIM``-dimensional PCA projection of wide data and are re-ranked by their exact
 distances in the full space; on the GPU the candidates are found by brute force instead of a
 graph walk, so they are the exact nearest in the projection. On MNIST-70k (measured with

@@ -1,14 +1,42 @@
 """The exact k nearest neighbours, by blocks of queries (chunked BLAS distances and a
-parallel row-wise top-k): the ``"exact"`` backend of :mod:`unimap.neighbors.graph`, its ground
-truth, and the fallback of the sharded index for points whose cell is too small."""
+parallel row-wise top-k): the ``"exact"`` backend of :mod:`unimap.neighbors.graph`
+(:class:`ExactBackend`), its ground truth, and the fallback of the sharded index for points
+whose cell is too small."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["exact_query"]
+from unimap.neighbors.backend import Backend
+from unimap.runtime.threads import numba_threads
+
+__all__ = ["ExactBackend", "exact_query"]
 
 _CHUNK_BYTES = 1 << 27  # 128 MiB of float32 distances per query block
+
+
+class ExactBackend(Backend):
+    """Dense rows searched exactly (:func:`exact_query`), for every metric but precomputed
+    distances: native ones on prepared rows, general and user-defined ones by their
+    pairwise distances."""
+
+    name = "exact"
+    self_in_rows = False
+
+    def knn_graph(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with numba_threads(self.n_threads):
+            return exact_query(self.rows, self.rows, k - 1, self.metric, 0, self.metric_kwds)
+
+    def query(self, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with numba_threads(self.n_threads):
+            return exact_query(self.rows, rows, k, self.metric, None, self.metric_kwds)
+
+    @staticmethod
+    def memory_bytes(n: int, d: int, k: int) -> tuple[int, int]:
+        """Two blocks of query distances live at once, and the top-k's graph."""
+        graph = n * k * 8
+        block = min(_CHUNK_BYTES, n * n * 4)
+        return 2 * block + graph * 3, graph
 
 
 def exact_query(data: np.ndarray, queries: np.ndarray, k: int, metric: str,

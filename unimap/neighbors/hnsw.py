@@ -1,6 +1,6 @@
-"""The HNSW backend of :mod:`unimap.neighbors.graph`: faiss HNSW graphs of interleaved parts of the
-data over a PCA projection, candidates re-ranked by exact distances (:class:`_HNSWIndex`),
-and the settings chosen for it by measurement."""
+"""The HNSW index of the ``"hnsw"`` backend (:mod:`unimap.neighbors.hnsw_backend`): faiss HNSW
+graphs of interleaved parts of the data over a PCA projection, candidates re-ranked by exact
+distances (:class:`HNSWIndex`), and the settings chosen for it by measurement."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _faiss_threads(n_threads: int):
         faiss.omp_set_num_threads(previous)
 
 
-class _HNSWIndex:
+class HNSWIndex:
     """faiss HNSW graphs over a PCA reduction of the data, with exact re-ranking in the full
     space.
 
@@ -147,6 +147,9 @@ class _HNSWIndex:
         self.__dict__.update(state)
 
 
+_HNSWIndex = HNSWIndex  # the name pickles written before it was public refer to
+
+
 def _search_in_chunks(indexes: list, queries: np.ndarray, n_cand: int, out: np.ndarray,
                       n_threads: int) -> None:
     """``out[p]`` ← the ``n_cand`` candidates of every query in ``indexes[p]``.
@@ -237,3 +240,4 @@ def hnsw_layout(n: int) -> HNSWLayout:
 # efConstruction 20: a faster build at the same recall after the exact re-ranking (measured:
 # benchmarks/results/architecture_notes.md).
 HNSW_EF_CONSTRUCTION = 20
+

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["kmeans", "nearest_centroids"]
+__all__ = ["kmeans", "nearest_centroids", "centroid_sq_distances"]
 
 KMEANS_ITERATIONS = 25
 _ROWS_PER_STEP = 16_384  # rows per step of the centroid distances (bounds the temporaries)
@@ -26,14 +26,14 @@ def kmeans(points: np.ndarray, n_clusters: int, seed: int,
     n = points.shape[0]
     centroids = np.empty((n_clusters, points.shape[1]), dtype=np.float32)
     centroids[0] = points[rng.integers(n)]
-    nearest = _sq_distances(points, centroids[:1])[:, 0]
+    nearest = centroid_sq_distances(points, centroids[:1])[:, 0]
     for c in range(1, n_clusters):  # k-means++: far points are likelier centroids
         total = float(nearest.sum(dtype=np.float64))
         pick = (rng.integers(n) if total <= 0.0
                 else int(np.searchsorted(np.cumsum(nearest, dtype=np.float64),
                                          rng.random() * total, side="right")))
         centroids[c] = points[min(pick, n - 1)]
-        np.minimum(nearest, _sq_distances(points, centroids[c:c + 1])[:, 0], out=nearest)
+        np.minimum(nearest, centroid_sq_distances(points, centroids[c:c + 1])[:, 0], out=nearest)
     labels = None
     for _ in range(iterations):
         new_labels = (nearest_centroids(points, centroids) if assign is None
@@ -54,12 +54,12 @@ def nearest_centroids(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """(n,) int32: each row's nearest centroid (ties: the lower index)."""
     out = np.empty(points.shape[0], dtype=np.int32)
     for start in range(0, points.shape[0], _ROWS_PER_STEP):
-        dist = _sq_distances(points[start:start + _ROWS_PER_STEP], centroids)
+        dist = centroid_sq_distances(points[start:start + _ROWS_PER_STEP], centroids)
         out[start:start + dist.shape[0]] = np.argmin(dist, axis=1)
     return out
 
 
-def _sq_distances(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+def centroid_sq_distances(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """(n, c) squared distances in ``points``' dtype, each row's summed on its own in
     float64 (the same bits in any block)."""
     from unimap.neighbors.cells_numba import sq_distances

@@ -4,7 +4,7 @@ One HNSW index over many points grows more costly per point as n grows: its grap
 the caches and its searches take more hops. From ``SHARDED_MIN_ROWS`` points on, the points
 are split into cells of about ``SHARD_ROWS`` by k-means (on a strided sample, in the space
 where candidates are searched: the PCA projection of wide data), each cell gets the
-in-memory index of its rows (:class:`unimap.neighbors.hnsw._HNSWIndex`, built and searched on one
+in-memory index of its rows (:class:`unimap.neighbors.hnsw.HNSWIndex`, built and searched on one
 thread, the cells side by side), and a point's candidates come from its home cell. A point
 is also searched in the one other cell whose bisecting hyperplane with its home cell is
 nearest, when that hyperplane is nearer than its k-th candidate from home: every point of
@@ -28,7 +28,7 @@ import numpy as np
 
 from unimap.neighbors.candidates import fit_candidate_pca
 from unimap.neighbors.exact import exact_query
-from unimap.neighbors.hnsw import HNSWLayout, _HNSWIndex
+from unimap.neighbors.hnsw import HNSWIndex, HNSWLayout
 from unimap.neighbors.kmeans import kmeans
 from unimap.runtime.threads import numba_threads
 
@@ -63,7 +63,7 @@ def within_reach(wall_dist: np.ndarray, kth_dist: np.ndarray) -> np.ndarray:
 
 def centroid_gaps(cents: np.ndarray) -> np.ndarray:
     """The distances between the float64 centroids ``cents`` (c, d), the walls' ``gaps``.
-    numpy's sum, not the row-by-row sums of the Dask graph's gaps (kmeans._sq_distances): it
+    numpy's sum, not the row-by-row sums of the Dask graph's gaps (kmeans.centroid_sq_distances): it
     adds 8 or more features in another order, so the walls would move by an ulp."""
     return np.sqrt(((cents[:, None, :] - cents[None, :, :]) ** 2).sum(axis=2))
 
@@ -80,7 +80,7 @@ def n_shards_for(n: int) -> int:
 
 class ShardedHNSWIndex:
     """HNSW indexes of the k-means cells of ``data`` (see the module docstring); the
-    interface of :class:`unimap.neighbors.hnsw._HNSWIndex`.
+    interface of :class:`unimap.neighbors.hnsw.HNSWIndex`.
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ class ShardedHNSWIndex:
 
     @property
     def n_parts(self) -> int:
-        """HNSW graphs per cell (each cell is an :class:`_HNSWIndex` of its rows)."""
+        """HNSW graphs per cell (each cell is an :class:`HNSWIndex` of its rows)."""
         return cell_layout().n_parts
 
     def _cells(self, reduced: np.ndarray) -> tuple[np.ndarray, tuple]:
@@ -135,7 +135,7 @@ class ShardedHNSWIndex:
         ids = self.members[c]
         if ids.size == 0:
             return None
-        return _HNSWIndex(np.ascontiguousarray(self.data[ids]), 1, pca=self.pca,
+        return HNSWIndex(np.ascontiguousarray(self.data[ids]), 1, pca=self.pca,
                           layout=cell_layout())
 
     def _map(self, task, cells, sizes) -> list:

@@ -1,7 +1,7 @@
 """Sparse rows searched as they are: when (:func:`sparse_search`: wide and sparse rows, a bag
 of words, or rows too large to densify), and how: exactly, by sparse products
-(:func:`sparse_exact_query`), or by pynndescent's sparse kernels
-(:class:`unimap.neighbors.graph.NeighborIndex` holds them).
+(:func:`sparse_exact_query`, the backend :class:`SparseExactBackend`), or by pynndescent's
+sparse kernels (:class:`unimap.neighbors.nndescent.SparseNNDescentBackend`).
 
 The exact search computes euclidean distances from sparse products in float64
 (``|q|² + |x|² − 2 q·x``), never densifying the rows; cosine is euclidean on unit rows, as for
@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.neighbors.backend import Backend
 from unimap.neighbors.metrics import metric_name
+from unimap.runtime.threads import numba_threads
 
-__all__ = ["SPARSE_METRICS", "SPARSE_EXACT_METRICS", "sparse_search", "keeps_sparse",
-           "exact_queries", "sparse_exact_query", "canonical_csr", "prepare_sparse"]
+__all__ = ["SPARSE_METRICS", "SPARSE_EXACT_METRICS", "SparseExactBackend", "sparse_search",
+           "keeps_sparse", "exact_queries", "sparse_exact_query", "canonical_csr",
+           "prepare_sparse"]
 
 # the metrics pynndescent computes on sparse rows without densifying them
 SPARSE_METRICS = ("euclidean", "cosine", "correlation", "manhattan", "chebyshev", "minkowski",
@@ -86,6 +89,23 @@ def sparse_search(X: Any, metric: Any, method: str) -> str | None:
                       "'unimap[nndescent]'")
 
 
+class SparseExactBackend(Backend):
+    """Sparse rows searched exactly by sparse products (:func:`sparse_exact_query`),
+    euclidean and cosine (:func:`prepare_sparse` rows)."""
+
+    name = "exact"
+    sparse = True
+    self_in_rows = False
+
+    def knn_graph(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with numba_threads(self.n_threads):
+            return sparse_exact_query(self.rows, self.rows, k - 1, 0)
+
+    def query(self, rows: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+        with numba_threads(self.n_threads):
+            return sparse_exact_query(self.rows, rows, k, None)
+
+
 def exact_queries(metric: Any, n_train: int) -> bool:
     """Whether new sparse rows are searched exactly among ``n_train`` sparse training rows."""
     return metric in SPARSE_EXACT_METRICS and n_train <= SPARSE_EXACT_QUERY_MAX_SAMPLES
@@ -106,7 +126,8 @@ def canonical_csr(X: Any) -> sp.csr_matrix:
 
 
 def prepare_sparse(X: sp.csr_matrix, metric: str) -> sp.csr_matrix:
-    """Sparse rows as the metric sees them (``_prepare`` without densifying)."""
+    """Sparse rows as the metric sees them
+    (:func:`unimap.neighbors.geometry.prepare_rows` without densifying)."""
     if metric == "correlation":
         raise ValueError("the rows of a sparse index searched with metric='correlation' are "
                          "centred rows, which are dense: not available here (refit on dense "

@@ -1,7 +1,7 @@
 """The step schedule shared by the optimizers: a step that decays linearly to 0.
 
 UMAP's SGD and GDR's unnormalized epochs decay their step over all epochs; t-SNE's and GDR's
-normalized mode decay it over their last phase (:class:`unimap.optimizers.gradient_descent.
+normalized mode decay it over their last phase (:class:`unimap.optimizers.gradient_descent.descent.
 Phase`). All use ``α_t = α (1 − t / T)``.
 """
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from unimap.io.atomic import atomic_path
-from unimap.plotting import _render
 from unimap.plotting._annotate import (
     LEGEND_LOCS,
     add_category_legend,
@@ -30,7 +29,14 @@ from unimap.plotting._annotate import (
     add_labels_on_data,
     set_axis_labels,
 )
-from unimap.plotting._render import as_xy, density_image, draw_density, draw_points
+from unimap.plotting._render import (
+    as_xy,
+    density_image,
+    draw_density,
+    draw_points,
+    point_alpha,
+)
+from unimap.plotting._render import point_size as default_point_size
 from unimap.plotting.colors import DEFAULT_PERCENTILES, color_column, color_limits
 from unimap.plotting.html_map import html_map, save_html
 from unimap.plotting.trust import neighborhood_preservation
@@ -167,8 +173,8 @@ def scatter(
     if render == "density" or (render == "auto" and n > DENSITY_THRESHOLD):
         draw_density(ax, x, y, column, colormap, limits)
     else:
-        size = _render.point_size(n) if point_size is None else point_size
-        draw_points(ax, x, y, column, size, _render.point_alpha(n) if alpha is None else alpha,
+        size = default_point_size(n) if point_size is None else point_size
+        draw_points(ax, x, y, column, size, point_alpha(n) if alpha is None else alpha,
                     colormap, limits)
         ax.set_aspect("equal", adjustable="datalim")
     set_axis_labels(ax, basis)

@@ -23,7 +23,7 @@ from unimap.runtime.validation import check_int
 
 __all__ = ["PARALLEL_MIN_ROWS", "resolve_n_jobs", "numba_threads", "spread_threads",
            "ThreadSpread", "pinned_pool", "AdaptiveThreads", "adaptive_threads",
-           "epoch_threads"]
+           "epoch_threads", "set_numba_affinity"]
 
 PARALLEL_MIN_ROWS = 512  # below this many rows a serial epoch beats waking the thread pool
 
@@ -98,7 +98,7 @@ def _cpu_masks(cpu_sets: list[Any]) -> np.ndarray:
     return masks
 
 
-def _set_numba_affinity(cpu_sets: list[Any]) -> bool:
+def set_numba_affinity(cpu_sets: list[Any]) -> bool:
     """Give numba's worker thread ``t`` the CPUs ``cpu_sets[t]``; True if every thread did."""
     from unimap.runtime.pinning_numba import set_thread_affinity
 
@@ -119,7 +119,7 @@ class ThreadSpread:
     def __init__(self, cpus: list[int], previous: set[int]) -> None:
         self.cpus = cpus
         self.previous = previous
-        self.spread = _set_numba_affinity([[cpu] for cpu in cpus])
+        self.spread = set_numba_affinity([[cpu] for cpu in cpus])
 
     def __bool__(self) -> bool:
         return self.spread
@@ -128,9 +128,9 @@ class ThreadSpread:
         """Call after changing numba's thread count to ``n_threads``."""
         spread = n_threads == len(self.cpus)
         if spread != self.spread:
-            self.spread = spread and _set_numba_affinity([[cpu] for cpu in self.cpus])
+            self.spread = spread and set_numba_affinity([[cpu] for cpu in self.cpus])
             if not spread:
-                _set_numba_affinity([self.previous] * n_threads)
+                set_numba_affinity([self.previous] * n_threads)
 
 
 @contextmanager
@@ -160,7 +160,7 @@ def spread_threads(when: bool = True) -> Iterator[ThreadSpread | None]:
     finally:
         # every worker of the team that was pinned, whatever the body set the count to
         with numba_threads(n_threads):
-            restored = _set_numba_affinity([previous] * n_threads)
+            restored = set_numba_affinity([previous] * n_threads)
         os.sched_setaffinity(0, previous)  # the calling thread, in any case
         if not restored:
             warnings.warn("unimap could not restore the CPU affinity of numba's worker "

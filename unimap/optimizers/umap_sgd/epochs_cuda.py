@@ -1,0 +1,172 @@
+"""UMAP's edge-sampled SGD on a GPU: the CPU kernel's edge code, one edge per thread (fit), and
+its row code, one new point per thread (``transform``).
+
+The fit's directed edges are sorted into colour classes in which no two edges share a point
+(:mod:`unimap.optimizers.umap_sgd.epochs_numba`). One cooperative kernel launch runs an epoch: it
+copies the embedding to the negative samples' snapshot, then runs the classes one after the other
+with a grid-wide barrier between them, each edge of a class on its own thread calling the CPU
+kernel's edge function compiled for CUDA. Every point is written by one thread at a time in
+a fixed order and the negative samples come from a counter-based hash, so the same seed gives
+bitwise the same embedding run after run, with no atomics.
+
+``transform`` moves new points against the fixed training embedding: rows never interact, so
+one launch runs every epoch of every row (:func:`umap_sgd_place_cuda`), each thread calling the
+CPU's :func:`~unimap.optimizers.umap_sgd.epochs_numba.place_row` epoch after epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from unimap.optimizers.umap_sgd.epochs_numba import edge_2d, edge_nd, place_row
+from unimap.runtime.common_cuda import (
+    DeviceGuard,
+    check_device_memory,
+    launch_cooperative,
+    on_target,
+    rows_launch,
+    to_device,
+)
+from unimap.runtime.rng_numba import hash_combine, mix64
+
+__all__ = ["umap_sgd_fit_cuda", "umap_sgd_place_cuda", "device_bytes", "supports"]
+
+
+def supports(n_components: int) -> bool:
+    """Whether these kernels run a fit, and ``transform``: any dimension (a 2-D and an n-D
+    edge kernel; one rows kernel)."""
+    return n_components >= 1
+
+
+# Written out per dimension, not made by a factory, so that numba-cuda caches them on disk
+# (see unimap.optimizers.gdr.unnormalized_cuda).
+_edge_on_2d, _edge_on_nd = on_target(edge_2d), on_target(edge_nd)
+_place_row, _hash_combine = on_target(place_row), on_target(hash_combine)
+
+
+@cuda.jit(device=True, inline="always")
+def _copy_rows(emb, snapshot, first, stride):
+    for i in range(first, emb.shape[0], stride):
+        for d in range(emb.shape[1]):
+            snapshot[i, d] = emb[i, d]
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _sgd_epoch_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    """One epoch: the snapshot, then the classes with a grid barrier after each."""
+    grid = cuda.cg.this_grid()
+    first, stride = cuda.grid(1), cuda.gridsize(1)
+    _copy_rows(emb, snapshot, first, stride)
+    grid.sync()
+    for c in range(class_ptr.shape[0] - 1):
+        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
+            _edge_on_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                        epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                        alpha)
+        grid.sync()
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _sgd_epoch_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+    """:func:`_sgd_epoch_2d` in any dimension."""
+    grid = cuda.cg.this_grid()
+    first, stride = cuda.grid(1), cuda.gridsize(1)
+    _copy_rows(emb, snapshot, first, stride)
+    grid.sync()
+    for c in range(class_ptr.shape[0] - 1):
+        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
+            _edge_on_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+                        epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
+                        alpha)
+        grid.sync()
+
+
+def device_bytes(n: int, dim: int, n_edges: int, n_classes: int) -> int:
+    """Device memory of :func:`umap_sgd_fit_cuda`: the embedding and its snapshot, the edges'
+    ends and schedules, the class offsets."""
+    return 2 * 4 * n * dim + n_edges * (2 * 4 + 4 * 8) + 8 * (n_classes + 1) + 8
+
+
+def umap_sgd_fit_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int, a, b,
+                      gamma, seed: np.uint64, alphas: list, guard: Any = None,
+                      relabel: np.ndarray | None = None, callback: Any = None) -> np.ndarray:
+    """The epochs of :func:`unimap.optimizers.umap_sgd.fit.umap_sgd_fit` on the GPU.
+
+    ``edges`` = (heads, tails, class_ptr) and ``schedule`` = (epochs_per_sample, next_sample,
+    epochs_per_negative, next_negative) are the CPU kernel's arrays
+    (:func:`unimap.optimizers.umap_sgd.common.fit_sampling_plan`); ``a``, ``b``, ``gamma`` float32;
+    ``alphas`` each epoch's float32 step. Returns the
+    embedding on the host (float32); ``callback(epoch, embedding)`` gets a host copy.
+    """
+    n, dim = emb.shape
+    heads, tails, class_ptr = edges
+    check_device_memory(device_bytes(n, dim, heads.shape[0], class_ptr.shape[0] - 1),
+                        "UMAP's epochs on the GPU")
+    d_emb, d_heads, d_tails, d_class_ptr = to_device(emb, heads, tails, class_ptr)
+    d_schedule = to_device(*schedule)  # the next_* arrays advance on the device
+    snapshot = cuda.device_array_like(d_emb)
+    device_guard = DeviceGuard(guard, n)
+    kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
+    seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
+    for epoch in range(n_epochs):
+        launch_cooperative(kernel, heads.shape[0], d_emb, snapshot, d_heads, d_tails,
+                           d_class_ptr, *d_schedule, seed_hash, np.int64(epoch), a, b, gamma,
+                           alphas[epoch])
+        device_guard.check(epoch, d_emb, relabel)
+        if callback is not None:
+            callback(epoch, d_emb.copy_to_host())
+    return d_emb.copy_to_host()
+
+
+@cuda.jit(fastmath=True, cache=True)
+def _place_rows(head, tail, indptr, indices, epochs_per_sample, next_sample,
+                epochs_per_negative, next_negative, row_keys, seed_hash, alphas, a, b, gamma):
+    """Every epoch of new point ``i = cuda.grid(1)`` (its row of ``head``)."""
+    i = cuda.grid(1)
+    if i < head.shape[0]:
+        row_hash = np.uint64(_hash_combine(seed_hash, row_keys[i]))  # the simulator: an int
+        for epoch in range(alphas.shape[0]):
+            _place_row(i, head, tail, indptr, indices, epochs_per_sample, next_sample,
+                       epochs_per_negative, next_negative, row_hash, epoch, a, b, gamma,
+                       alphas[epoch])
+
+
+def rows_device_bytes(m: int, n: int, dim: int, n_edges: int) -> int:
+    """Device memory of :func:`umap_sgd_place_cuda`: the new and the training positions, the
+    rows' offsets, keys and edges, the edges' schedules."""
+    return 4 * (m + n) * dim + 8 * (m + 1) + 8 * m + n_edges * (4 + 4 * 8) + 8
+
+
+def umap_sgd_place_cuda(head: np.ndarray, tail: np.ndarray, rows: tuple, schedule: tuple, a,
+                        b, gamma, seed: np.uint64, alphas: list, row_keys: np.ndarray,
+                        guard: Any = None) -> np.ndarray:
+    """The epochs of :func:`unimap.optimizers.umap_sgd.place.umap_sgd_place` on the GPU, in
+    one launch: ``head`` (m, dim) float32, the new points' start, moved against the fixed
+    ``tail`` (n, dim) along ``rows`` = (indptr, indices); ``schedule`` and the rest as in
+    :func:`umap_sgd_fit_cuda`; ``row_keys`` (m,) uint64. The same row code as the CPU's, so the
+    same placement up to the GPU's rounding, and bitwise the same run after run; a point's
+    result does not depend on its batch. ``guard`` checks the result once, after the last
+    epoch (no epoch ends on the host). Returns the placed points on the host (float32).
+    """
+    m, dim = head.shape
+    if m == 0:
+        return head.copy()
+    indptr, indices = rows
+    check_device_memory(rows_device_bytes(m, tail.shape[0], dim, indices.shape[0]),
+                        "transform on the GPU")
+    d_head, d_tail, d_indptr, d_indices, d_keys = to_device(
+        head, np.ascontiguousarray(tail, dtype=np.float32), indptr, indices,
+        np.ascontiguousarray(row_keys, dtype=np.uint64))
+    d_schedule = to_device(*schedule)
+    d_alphas = cuda.to_device(np.asarray(alphas, dtype=np.float32))
+    seed_hash = np.uint64(mix64(np.uint64(seed)))
+    blocks, threads = rows_launch(m)
+    _place_rows[blocks, threads](d_head, d_tail, d_indptr, d_indices, *d_schedule, d_keys,
+                                 seed_hash, d_alphas, a, b, gamma)
+    DeviceGuard(guard, m).check(len(alphas) - 1, d_head)
+    return d_head.copy_to_host()
