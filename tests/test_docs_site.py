@@ -14,9 +14,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PUBLIC_MODULES = ["metrics", "analysis", "plotting", "io", "tl", "dask", "datasets"]
+PUBLIC_MODULES = ["metrics", "analysis", "plotting", "io", "tl", "dask", "datasets",
+                  "methods.registry"]
 # module constants, described in the API page's text rather than given a page each
-CONSTANTS = {"DENSITY_THRESHOLD", "STATIC_FORMATS", "READ_FORMATS", "WRITE_FORMATS", "BUILTIN"}
+CONSTANTS = {"DENSITY_THRESHOLD", "STATIC_FORMATS", "READ_FORMATS", "WRITE_FORMATS", "BUILTIN",
+             "BUILT_IN"}
 MAX_PICTURE_BYTES = 300_000
 
 
