@@ -215,8 +215,9 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
     >>> X.shape, X.dtype, y.shape, sorted(set(y.tolist())) == list(range(10))
     ((1797, 64), dtype('float32'), (1797,), True)
     """
-    # Read scikit-learn's data file directly: importing sklearn.datasets costs ~0.8 s, more
-    # than an embedding of these digits. Its loader is the fallback if the file moved.
+    # Read scikit-learn's data file directly: importing sklearn.datasets costs more than an
+    # embedding of these digits (measured: benchmarks/results/library_notes.md,
+    # "unimap/datasets.py"). Its loader is the fallback if the file moved.
     import importlib.util
 
     spec = importlib.util.find_spec("sklearn")

@@ -164,15 +164,14 @@ def strongest_edge_first(weights: np.ndarray) -> np.ndarray:
     """Each row of ``weights`` (m, k) divided by its largest entry (rows of zeros kept).
 
     The SGD samples an edge ``w / max_weight`` times per epoch. A new point's memberships,
-    calibrated with one less local connectivity, never reach 1 (digits: the heaviest edge of a
-    row is 0.31-0.63, median 0.38), so sampling them relative to 1 ran each point's optimization
-    at a third of the fit's pace; umap-learn samples relative to the batch's heaviest edge, which
-    makes a point's result depend on its batch. Relative to the row's own heaviest edge, each
-    new point's nearest neighbour is sampled every epoch, as every training point's is in the
-    fit (its local connectivity gives it weight 1), and batches do not matter. Held-out 10-NN
-    accuracy on digits, 32 seeds, relative to 1 / the batch / the row: supervised 0.9669 /
-    0.9705 / 0.9720 (umap-learn 0.9698), unsupervised 0.9738 / 0.9740 / 0.9747 (umap-learn
-    0.9742) (``benchmarks/results/dropin_seeds.md``).
+    calibrated with one less local connectivity, never reach 1, so sampling them relative to 1
+    ran each point's optimization at a fraction of the fit's pace; umap-learn samples relative
+    to the batch's heaviest edge, which makes a point's result depend on its batch. Relative to
+    the row's own heaviest edge, each new point's nearest neighbour is sampled every epoch, as
+    every training point's is in the fit (its local connectivity gives it weight 1), and batches
+    do not matter. The row gave the best held-out 10-NN accuracy of the three, supervised and
+    not (measured: ``benchmarks/results/dropin_seeds.md``; benchmarks/results/library_notes.md,
+    "unimap/placement.py").
     """
     top = weights.max(axis=1, keepdims=True)
     return np.divide(weights, top, out=np.zeros_like(weights), where=top > 0)

@@ -1,7 +1,8 @@
 """Per-point bandwidth calibration of UMAP's fuzzy simplicial set (numba).
 
-Serial on purpose: on MNIST-70k the two kernels took 0.09 s on one thread (0.045 s on two),
-while compiling their parallel versions took 2.6 s instead of 0.7 s on a first run.
+Serial on purpose: the kernels take a fraction of a second, and their parallel versions would
+cost more to compile on a first run than they save
+(measured: benchmarks/results/library_notes.md, "unimap/affinity/fuzzy_numba.py").
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def _nth_non_zero(row, m):
 
 @numba.njit(inline="always", cache=True)
 def _local_rho(row, local_connectivity):
-    """ρ of one row, without the per-row array of its positive entries (0.02 s on MNIST-70k)."""
+    """ρ of one row, without the per-row array of its positive entries."""
     count = 0
     largest = 0.0
     for j in range(row.shape[0]):
@@ -60,7 +61,8 @@ def smooth_knn_dist(distances, n_target, local_connectivity, bandwidth, rhos, si
     ``Σ_{j≥1} exp(-max(d_ij - ρ_i, 0) / σ_i) = log2(n_target) · bandwidth`` to within
     ``SMOOTH_K_TOLERANCE``, by Newton's method on β = 1/σ: the sum is convex and decreasing in
     β, so the iterates approach the root monotonically after at most one step past it
-    (MNIST-70k: 7.2 steps a row against the bisection's 24 of umap-learn; 0.10 -> 0.05 s).
+    (fewer steps a row than umap-learn's bisection, in half its time; measured:
+    benchmarks/results/library_notes.md, "unimap/affinity/fuzzy_numba.py").
     σ_i is floored at ``MIN_K_DIST_SCALE`` times the mean distance, as in umap-learn, so that
     rows of duplicates do not produce a zero bandwidth. Row i is :func:`smooth_row`, which
     the GPU's kernel (:mod:`unimap.affinity.calibration_cuda`) runs too.

@@ -1,14 +1,12 @@
 """Sparse affinity matrices from a kNN graph, and their symmetrisations (numba).
 
 scipy's general sparse operations built these before: ``A + Aᵀ − A∘Aᵀ`` made five
-intermediate matrices, with float64 data and int64 indices. At 1,000,000 points × 15
-neighbours that was 2 GB of fresh pages for O(n·k) arithmetic, and the phase's time
-depended on how fast the host hands out new memory: 2.4 s in one process, 4.7 s in a
-process that had just freed the sharded kNN graph's temporaries (zeroing the new pages took
-56% of it, ``perf``). Here A is read where it lies, in the kNN graph's (n, k) arrays; Aᵀ is
+intermediate matrices, with float64 data and int64 indices, gigabytes of fresh pages at a
+million points for O(n·k) arithmetic, so that the phase's time depended on how fast the host
+hands out new memory. Here A is read where it lies, in the kNN graph's (n, k) arrays; Aᵀ is
 one counting sort; each row of the result is one merge of row i of A (sorted on the fly)
-with row i of Aᵀ, counted first, then written into arrays of the exact size: GDR's whole
-affinities phase (with the calibration of σ and ρ) 1.6 s at 1M on 2 threads, 0.6 GB fresh.
+with row i of Aᵀ, counted first, then written into arrays of the exact size (measured:
+benchmarks/results/library_notes.md, "unimap/affinity/symmetrize_numba.py").
 
 Every value is computed with the operations, in the order and dtype, that scipy used, so
 that the matrices are bitwise the same (``tests/affinity/test_symmetrize.py`` keeps scipy's code as

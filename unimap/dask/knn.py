@@ -52,10 +52,10 @@ def knn_graph(X: Any, n_neighbors: int = 15, *, metric: str = "euclidean",
         At most this many shards are searched for a row: its home, then the other shards
         that can hold a row nearer than its k-th candidate from home (the hyperplane halfway
         between the two centroids is nearer than that), nearest first. Default
-        ``min(2, n_shards)``. On MNIST's 50 principal components in 4 shards, recall@15 is
-        0.884 / 0.976 / 0.993 / 0.997 for 1 / 2 / 3 / 4 (one shard, the in-memory graph:
-        0.996); on the clustered mixture of ``benchmarks/dask_knn.py`` a second probe adds
-        nothing.
+        ``min(2, n_shards)``: on MNIST's principal components a second probe recovers most of
+        the recall a row's home shard alone misses; on the clustered mixture of
+        ``benchmarks/dask_knn.py`` it adds nothing (measured: ``docs/dask.md``;
+        benchmarks/results/library_notes.md, "unimap/dask/knn.py").
     random_state : int, numpy Generator or None, default=None
         Seeds the k-means sample and its initial centroids.
 

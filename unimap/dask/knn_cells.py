@@ -67,8 +67,9 @@ class DaskKNNGraph(NamedTuple):
 def graph_arrays(X: Any, centroids: np.ndarray, k: int, n_probe: int,
                   metric: str) -> tuple[Any, Any]:
     """The lazy (indices, distances) of every block: one task graph written out, since
-    composing ``dask.delayed`` calls re-merges the graphs of their inputs at every step
-    (10M rows in 40 shards: minutes in the client before anything ran)."""
+    composing ``dask.delayed`` calls re-merges the graphs of their inputs at every step, which
+    kept a large graph in the client for minutes before anything ran (measured:
+    benchmarks/results/library_notes.md, "unimap/dask/knn_cells.py")."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 

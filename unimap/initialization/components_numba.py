@@ -13,7 +13,8 @@ def add_rows_by_label(labels, rows, sums):
     Each component's sum runs over its points in ascending order, one at a time, as the
     product of a CSR indicator matrix with the rows does, so the sums are bitwise those of
     that product; but the rows are read once, in order (the product, one column block at a
-    time, re-read every row per block: 9.7 s of 11 for MNIST upsampled to 1M)."""
+    time, re-read every row per block, most of the meta layout's time; measured:
+    benchmarks/results/library_notes.md, "unimap/initialization/components_numba.py")."""
     for p in range(rows.shape[0]):
         c = labels[p]
         for j in range(rows.shape[1]):
@@ -32,9 +33,10 @@ def _root(parent, i):
 @numba.njit(cache=True)
 def weak_components(indptr, indices, labels):
     """Connected components of a graph, its edges taken as undirected, by union-find over
-    the CSR edges (scipy transposes the graph first: 1.15 s of the 1M mixture's 5 s of
-    spectral init). Components are numbered in the order of their smallest vertex, as
-    scipy numbers them; returns their count."""
+    the CSR edges (scipy transposes the graph first, a fifth of a large spectral start;
+    measured: benchmarks/results/library_notes.md, "unimap/initialization/components_numba.py").
+    Components are numbered in the order of their smallest vertex, as scipy numbers them;
+    returns their count."""
     n = labels.shape[0]
     parent = np.arange(n)
     for i in range(n):

@@ -18,8 +18,8 @@ __all__ = ["DENSE_EIGH_MAX", "normalized_adjacency", "arpack_largest", "oriented
 
 
 DENSE_EIGH_MAX = 64  # dense eigh below this: ARPACK needs a Krylov space smaller than n
-# (Above it ARPACK wins: 0.1 s against 0.6-6.7 s for dense eigh at 1,000 vertices, where
-# multi-threaded LAPACK suffers badly from a busy machine.)
+# (Above it ARPACK wins, and multi-threaded LAPACK suffers badly from a busy machine;
+# measured: benchmarks/results/library_notes.md, "unimap/initialization/eigenpairs.py".)
 
 
 def normalized_adjacency(graph: sp.spmatrix) -> tuple[sp.spmatrix, np.ndarray]:
@@ -55,11 +55,10 @@ def unit_box(layouts: np.ndarray) -> np.ndarray:
 def arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
     """Largest ``k`` eigenpairs by ARPACK; a small Krylov space first, a large one on failure.
 
-    On MNIST-70k 16 Lanczos vectors converge in 0.5 s where umap-learn's sqrt(n) = 264 take
-    2.5 s for the same eigenvectors (correlation > 0.9999 with a tol=1e-8 reference). The
+    16 Lanczos vectors converge faster than umap-learn's sqrt(n) to the same eigenvectors. The
     matrix and vectors are float32: single-precision ARPACK halves the memory traffic of the
-    matvecs, 0.39 → 0.22 s on MNIST-70k for eigenvectors that correlate 0.99998 with the
-    double-precision ones (tol=1e-4 is far above float32's rounding).
+    matvecs, for the same eigenvectors (tol=1e-4 is far above float32's rounding; measured:
+    benchmarks/results/library_notes.md, "unimap/initialization/eigenpairs.py").
     """
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
@@ -70,10 +69,9 @@ def arpack_largest(adjacency, k, degrees, seed, limit_blas=True):
     small = min(n - 1, max(2 * k + 1, 16))
     large = min(n - 1, max(2 * k + 1, int(np.sqrt(n))))
     # ARPACK's vector operations on one BLAS thread: the eigenvectors then do not depend on
-    # how many cores BLAS found (MNIST-70k: the layout's bits differed between 1 and 2
-    # threads), and a core held by another program does not stall BLAS's static split
-    # (0.83-1.03 s -> 0.53 s with a CPU-bound competitor on one of 2 cores; quiet 0.445 ->
-    # 0.463 s). The sparse matvec, most of the work, is single-threaded anyway.
+    # how many cores BLAS found, and a core held by another program does not stall BLAS's
+    # static split; the sparse matvec, most of the work, is single-threaded anyway (measured:
+    # benchmarks/results/library_notes.md, "unimap/initialization/eigenpairs.py").
     with one_blas_thread() if limit_blas else nullcontext():
         try:
             return eigsh(adjacency, k, which="LA", ncv=small, tol=1e-4, v0=v0, maxiter=n * 5)

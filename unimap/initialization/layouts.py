@@ -105,8 +105,8 @@ def pca_init(X: np.ndarray, n_components: int, seed: int, device: str = "cpu") -
 
     Above ``PCA_INIT_FIT_ROWS`` rows the axes are fitted on that many rows drawn at random
     (``seed``), then all rows are projected: the leading axes of a large sample are those of
-    the data (MNIST-70k, 10,000 rows: the two coordinates correlate 0.9998 and 0.998 with
-    the full fit's) and the fit costs 0.15 s instead of 0.44 s. ``device="cuda"``: the fit
+    the data, at a third of the fit's cost (measured: benchmarks/results/library_notes.md,
+    "unimap/initialization/layouts.py"). ``device="cuda"``: the fit
     and the projection on the GPU where :func:`pca_init_on_gpu` says so.
     """
     from unimap.decomposition.pca import fit_pca, project

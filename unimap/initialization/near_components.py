@@ -5,18 +5,19 @@ about e^-5), or clusters that touch at a few points.
 Such a graph has one eigenvalue of its normalised adjacency just below 1 per group, all
 nearly equal, so the d eigenvectors a spectral start takes are an arbitrary mix from that
 nearly degenerate space. Groups then start on top of each other, or a small group far from the
-one it is attached to, and the optimizer does not undo it: on digits, supervised, a 24-point
-group of ones started beside the twos and stayed there (k-means ARI 0.906 over 8 seeds,
-umap-learn 0.944). Here the groups are read off the leading eigenvectors (column-pivoted QR,
-Damle, Minden & Ying 2019: deterministic, no k-means restarts), placed by the spectral layout of
-the graph between the groups (its weights summed), and each group is laid out on its own inside
-a box around its place, as disconnected components are (ARI 0.983 over the same 8 seeds:
-``benchmarks/results/dropin.md``).
+one it is attached to, and the optimizer does not undo it (on digits, supervised, a group of
+ones started beside the twos and stayed there). Here the groups are read off the leading
+eigenvectors (column-pivoted QR, Damle, Minden & Ying 2019: deterministic, no k-means
+restarts), placed by the spectral layout of the graph between the groups (its weights summed),
+and each group is laid out on its own inside a box around its place, as disconnected
+components are: the classes' ARI rose above umap-learn's (measured:
+``benchmarks/results/dropin.md``; benchmarks/results/library_notes.md,
+"unimap/initialization/near_components.py").
 
 The check costs nothing on a well-connected graph: it reads the eigenvalues the spectral start
 computed anyway, and only when the last of them is within ``NEAR_GAP`` of 1 does it ask ARPACK
-for ``MAX_GROUPS + 1`` eigenpairs (1.4 s on MNIST's supervised graph of 56,000 points, whose
-plain spectral start takes 1.3 s).
+for ``MAX_GROUPS + 1`` eigenpairs (about the time of the plain spectral start, measured as
+above).
 """
 
 from __future__ import annotations
@@ -38,12 +39,11 @@ __all__ = ["nearly_disconnected", "near_components", "group_positions", "within_
 
 
 NEAR_GAP = 2e-3  # 1 - λ of the last eigenvector the layout uses below this: look for groups
-# (supervised: digits 1.2e-4, MNIST-20k 8e-4; unsupervised: digits 5e-3, MNIST 1.4e-2)
+# (between the gaps measured on supervised and unsupervised graphs: library_notes.md, as above)
 GAP_RATIO = 2.0  # the eigenvalue after the groups' is at least this much further from 1
 MAX_GROUPS = 32  # groups looked for at most (eigenpairs asked of ARPACK: one more)
-# (All at once: asked for 12 first, 0.54 s against 1.38 s on MNIST's supervised graph, Lanczos
-# missed two of digits' eleven nearly equal eigenvalues and found 9 groups, ARI 0.942 against
-# 0.950 over 16 seeds.)
+# (All at once: fewer asked first was faster, but Lanczos then missed nearly equal
+# eigenvalues and found too few groups; measured: library_notes.md, as above.)
 
 
 def nearly_disconnected(evals: np.ndarray, n_components: int) -> bool:
@@ -105,7 +105,8 @@ def group_positions(graph: sp.csr_matrix, labels: np.ndarray, n_groups: int,
 
     The normalised adjacency's eigenvectors, as for a whole graph; the random walk's
     (``D^-1/2 v``, which keeps the ends of a chain of groups from folding back) gave a lower
-    supervised digits ARI: 0.939 against 0.950 over 16 seeds."""
+    supervised digits ARI
+    (measured: benchmarks/results/library_notes.md, "unimap/initialization/near_components.py")."""
     coo = graph.tocoo()
     a, b = labels[coo.row].astype(np.int64), labels[coo.col].astype(np.int64)
     between = a != b

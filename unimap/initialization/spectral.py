@@ -173,8 +173,8 @@ def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
         base = np.eye(half, n_components)
         return np.vstack([base, -base])[:n_comp]
     if data is not None and not sp.issparse(data):
-        # Centroids by one sparse product, not a pass over the data per component (MNIST
-        # with 20k components: minutes -> a fraction of a second).
+        # Centroids by one sparse product, not a pass over the data per component (measured:
+        # benchmarks/results/library_notes.md, "unimap/initialization/spectral.py").
         centroids = _component_sums(labels, n_comp, data) / sizes[:, None]
         centroids -= centroids.mean(axis=0)
         if n_comp > centroids.shape[1]:  # principal axes from the small covariance matrix
@@ -244,7 +244,8 @@ def _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_se
     large = np.flatnonzero(laid_out & (sizes > DENSE_EIGH_MAX))
     if dense.size:
         # Thousands of small components (69,717 in MNIST upsampled to 1M): one batched eigh
-        # per component size instead of a Python round per component (~1 ms each). One BLAS
+        # per component size instead of a Python round per component (measured:
+        # benchmarks/results/library_notes.md, "unimap/initialization/spectral.py"). One BLAS
         # thread, as _run_largest_first sets for the one-by-one path: LAPACK's result on a
         # matrix then does not depend on the core count, and threads cost more than they
         # give on matrices this small.

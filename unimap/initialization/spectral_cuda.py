@@ -21,8 +21,8 @@ from unimap.runtime.common_cuda import check_device_memory, strided_launch
 
 __all__ = ["CudaBlockOps", "spectral_layout_cuda", "device_bytes", "GUARD_VECTORS"]
 
-# MNIST-70k: 64 iterations to 1e-4 with 4 guard vectors, 80 with 2, 50 with 8
-# (benchmarks/results/spectral_lobpcg.md); each iteration's work grows with them
+# 4: far fewer iterations than 2, hardly more than 8, and each iteration's work grows with them
+# (measured: benchmarks/results/spectral_lobpcg.md)
 GUARD_VECTORS = 4
 GRAM_CHUNK = 1024  # rows one thread of a Gram product sums
 
@@ -126,7 +126,8 @@ class CudaBlockOps:
     result, and the small host matrices and vectors (Ritz coefficients, eigenvalues, column
     factors), which are copied into device buffers instead of new device arrays. ``width``
     is the widest block the iteration uses (3m). An allocation per operation, ~20 per
-    iteration, was the suspect for the 24 s an H100 took (``benchmarks/results/gpu.md``).
+    iteration, was the suspect for the slow spectral start first measured on the GPU
+    (measured: ``benchmarks/results/gpu.md``).
     """
 
     def __init__(self, graph: sp.csr_matrix, width: int) -> None:
@@ -219,7 +220,8 @@ def spectral_layout_cuda(graph: sp.csr_matrix, n_components: int, seed: int,
     X0 = np.random.default_rng(seed).standard_normal((n, m)).astype(np.float32)
     # The Ritz steps' small eigenproblems and products on one BLAS thread, as ARPACK's on the
     # CPU: their bits then do not depend on the host's cores, and BLAS's threads do not wake
-    # (against numba's, on a 16-core host) for 18 x 18 matrices ~200 times a fit.
+    # (against numba's) for tiny matrices every iteration (measured:
+    # benchmarks/results/library_notes.md, "unimap/initialization/spectral_cuda.py").
     with one_blas_thread():
         result = lobpcg_largest(ops, X0, trivial, n_components, tol, max_iter)
     if not result.converged:

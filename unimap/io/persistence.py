@@ -25,20 +25,16 @@ unimap's estimators; the format name and version, every manifest entry (present,
 dtype and shape, CRC) and the consistency of the fitted attributes are checked, and any
 problem is a ``ValueError`` naming it.
 
-Two choices were measured (MNIST-70k, GDR's index, 2 busy cores):
+Two choices were made by measurement (measured: benchmarks/results/library_notes.md,
+"unimap/io/persistence.py"):
 
 - The faiss HNSW graphs are rebuilt at load time from the stored rows and PCA projection,
-  not stored with ``faiss.serialize_index``. Serialized they add 24.1 MB (the projected
-  vectors and the links; 0.03 s to write, 0.02 s to read) and loading them means parsing
-  untrusted binary in C++. The rebuild takes 1.0 s (2.0 s at load average 3.5) and gives
+  not stored with ``faiss.serialize_index``: serialized they would add megabytes, and loading
+  them means parsing untrusted binary in C++. The rebuild takes about a second and gives
   graphs byte for byte equal to the fitted ones (each part is inserted on one thread;
   compared through ``serialize_index``), so ``transform`` is bitwise the same.
-- Members are compressed with DEFLATE level 1. The 219.5 MB of training rows: stored,
-  219.5 MB in 0.37 s (read 0.38 s); level 1, 20.3 MB in 0.89 s (read 0.41 s); level 6,
-  17.1 MB in 3.79 s (read 0.64 s).
-
-``GDR(random_state=0)`` on MNIST-70k: a 36.1 MB file (15.6 MB without the training data),
-saved in 1.6 s, loaded in 2.7 s; ``transform`` of 1000 points bitwise equal after loading.
+- Members are compressed with DEFLATE level 1: about a tenth of the stored size, a little
+  slower to write than stored and much faster than level 6, which is hardly smaller.
 
 Writing is atomic (:func:`unimap.io.atomic.atomic_path`): a failed save leaves no file and keeps an
 existing one.
@@ -80,7 +76,7 @@ FORMAT_NAME = "unimap-model"
 FORMAT_VERSION = 2
 HEADER = "header.json"
 _MAX_HEADER_BYTES = 64 << 20
-_COMPRESSION, _LEVEL = zipfile.ZIP_DEFLATED, 1  # measured: see the module docstring
+_COMPRESSION, _LEVEL = zipfile.ZIP_DEFLATED, 1  # chosen by measurement: module docstring
 _ZIP64_AT = 1 << 30  # members this large are written with zip64 sizes
 
 _PRIVATE = ("_seed", "_streams", "_sklearn_output_config")

@@ -257,9 +257,9 @@ class NeighborEmbedding(UnimapEstimator):
         optimizer where its CUDA module supports the configuration (``_optimizer_on_gpu``).
 
         A spectral start stays on the CPU: LOBPCG on the GPU
-        (:mod:`unimap.initialization.spectral_cuda`) took 24-26 s for MNIST-70k on an H100,
-        where ARPACK on the CPU takes about 0.5 s (``benchmarks/results/gpu.md``;
-        ``benchmarks/device/lobpcg_profile.py`` measures where its time goes)."""
+        (:mod:`unimap.initialization.spectral_cuda`) was many times slower than ARPACK on the
+        CPU (measured: ``benchmarks/results/gpu.md``; ``benchmarks/device/lobpcg_profile.py``
+        measures where its time goes)."""
         from unimap.initialization.layouts import pca_init_on_gpu
 
         phases = ("affinities",)

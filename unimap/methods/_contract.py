@@ -1,11 +1,11 @@
 """The scikit-learn estimator contract, kept without importing scikit-learn.
 
-``from sklearn.base import BaseEstimator`` costs 0.79 s and 50 MB in a fresh process on the
-project's 2-core machine (it loads ``scipy.stats`` through ``sklearn.utils.fixes``): a third
-of a second run of ``UMAP`` on digits and 10% of ``GDR`` on MNIST-70k (see
-``benchmarks/results/before_after.md``). So the contract is written here, as scikit-learn
-documents it for third-party estimators, and scikit-learn is imported only when it is
-already in use (its tags, its global ``set_output`` config, its ``NotFittedError``):
+``from sklearn.base import BaseEstimator`` loads ``scipy.stats`` through
+``sklearn.utils.fixes``, a large share of a small fit's time in a fresh process (measured:
+``benchmarks/results/architecture_notes.md``, ``benchmarks/results/before_after.md``). So the
+contract is written here, as scikit-learn documents it for third-party estimators, and
+scikit-learn is imported only when it is already in use (its tags, its global ``set_output``
+config, its ``NotFittedError``):
 
 - ``get_params`` / ``set_params`` from the ``__init__`` signature (nested ``a__b`` names);
 - ``repr`` showing the parameters that differ from their defaults;

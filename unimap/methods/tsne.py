@@ -37,8 +37,8 @@ from unimap.runtime.validation import check_float, check_int
 __all__ = ["TSNE"]
 
 # method="auto" switches from Barnes-Hut to FFT interpolation in 2-D at this many points: the
-# FFT grid costs the same whatever n, Barnes-Hut grows as n log n (measured crossover on MNIST
-# subsets between 10k and 20k; docs/architecture.md).
+# FFT grid costs the same whatever n, Barnes-Hut grows as n log n (the crossover measured on
+# MNIST subsets: benchmarks/results/architecture_notes.md, "t-SNE: Barnes-Hut or FFT").
 FFT_MIN_SAMPLES = 10_000
 
 
@@ -61,9 +61,9 @@ class TSNE(NeighborEmbedding):
     learning_rate : float or "auto", default="auto"
         ``"auto"``: ``max(n / early_exaggeration / 4, 50)`` during early exaggeration
         (Belkina et al. 2019, in the units of the gradient with its factor 4, as
-        scikit-learn) and ``max(n / exaggeration / 4, 50)`` after it, as openTSNE does: on
-        MNIST-20k this reached KL 2.120 in 750 iterations against 2.193 with the
-        early-exaggeration rate kept throughout, at the same 10-NN accuracy.
+        scikit-learn) and ``max(n / exaggeration / 4, 50)`` after it, as openTSNE does: a
+        lower KL than the early-exaggeration rate kept throughout, at the same 10-NN accuracy
+        (measured: benchmarks/results/library_notes.md, "unimap/methods/tsne.py").
     max_iter : int, default=750
         Total iterations, early exaggeration included (scikit-learn's meaning; its default
         is 1000). openTSNE's ``n_iter=N`` counts only the iterations after early

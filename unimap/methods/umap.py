@@ -48,9 +48,8 @@ class UMAP(UMAPFamily, NeighborEmbedding):
     remember. From 50,000 points on (2-D, on the CPU;
     :data:`unimap.optimizers.sampling.POOLED_NEGATIVES_MIN_ROWS`), each block of 512 edges draws
     its negative samples from a pool of 128 points drawn afresh every epoch, instead of each sample
-    from all points as umap-learn does: on MNIST-70k the SGD runs
-    1.4-1.5x faster at the same 10-NN accuracy and trustworthiness, and more so on larger data
-    (``benchmarks/results/scale_umap.md``).
+    from all points as umap-learn does: the SGD runs faster at the same 10-NN accuracy and
+    trustworthiness, and more so on larger data (measured: ``benchmarks/results/scale_umap.md``).
 
     Parameters
     ----------

@@ -40,7 +40,7 @@ def knn_graph_recall(
     fit used (``est.knn_indices_``), on ``nearest_neighbors(X)[0].indices`` or on
     ``unimap.dask.knn_graph(...).compute()[0]`` (computed from ``X`` in memory, or from a
     sample of its rows with those rows' lists). Approximate searches lose recall on data of
-    high intrinsic dimension (a 50-D Gaussian mixture of 1M points: about 0.74, measured:
+    high intrinsic dimension (such as a 50-D Gaussian mixture of 1M points; measured:
     benchmarks/results/knn_density.md); there, ``knn_method="nndescent"`` may do better.
 
     Parameters

@@ -3,10 +3,9 @@
 As the CPU's HNSW path (:class:`unimap.neighbors.hnsw.HNSWIndex`), candidates come from a
 ``CANDIDATE_DIM``-dimensional PCA projection of wide data and are re-ranked by their exact
 distances in the full space; on the GPU the candidates are found by brute force instead of a
-graph walk, so they are the exact nearest in the projection. On MNIST-70k (measured with
-faiss's exact search on the CPU, 5,000 random points, recall of the 16 nearest including the
-point) 48 candidates reach 0.9887 and 64 reach 0.9962, against 0.989 for the CPU's HNSW path:
-the kernel takes ``max(64, 2k)`` candidates.
+graph walk, so they are the exact nearest in the projection. The kernel takes ``max(64, 2k)``
+candidates: fewer fall short of the CPU's HNSW path's recall (measured:
+benchmarks/results/library_notes.md, "unimap/neighbors/brute_force_cuda.py").
 
 ``_top_candidates``: one thread per query keeps its nearest candidates in a sorted local array;
 the block stages ``TILE`` points at a time in shared memory, so each point is read from

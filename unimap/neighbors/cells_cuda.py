@@ -42,9 +42,9 @@ KMEANS_SAMPLE_PER_CELL = 100  # sample rows per centroid (at least KMEANS_MIN_SA
 KMEANS_MIN_SAMPLE = 20_000
 KMEANS_SEED = 0  # fixed: the neighbours depend on the data alone
 # Other cells searched at most, nearest wall first, each while its wall is nearer than the
-# last candidate. On the 50-D mixture cut as 10M points are (13 cells per Gaussian), recall@15
-# 0.43 / 0.64 / 0.88 / 0.998 with 1 / 3 / 7 / 15 (benchmarks/results/cells_recall.md; the CPU's
-# default index reaches 0.75 at 1M); each round costs about what the home cell's search does.
+# last candidate. Each round adds recall (7 rounds: above the CPU's default index on the same
+# mixture) and costs about what the home cell's search does (measured:
+# benchmarks/results/cells_recall.md; library_notes.md, "unimap/neighbors/cells_cuda.py").
 N_PROBE = 7
 
 _insert = on_target(insert_sorted)

@@ -61,8 +61,8 @@ def wall_distances(sq, home, gaps, out):
 def sq_distances(points, centroids_t, out):
     """``out[i]`` ← :func:`_row_sq_distances` of row i: each row on its own, so the same bits
     in any block. Serial (k-means runs on one thread); without the (n, d) temporary per
-    centroid that numpy's broadcast made (20,000 x 50 points, 40 centroids: 0.81 of k-means'
-    0.93 s)."""
+    centroid that numpy's broadcast made, most of k-means' time (measured:
+    benchmarks/results/library_notes.md, "unimap/neighbors/cells_numba.py")."""
     row = np.empty(centroids_t.shape[1])
     for i in range(points.shape[0]):
         _row_sq_distances(points, i, centroids_t, row)

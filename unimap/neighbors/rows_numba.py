@@ -2,9 +2,9 @@
 by ascending distance.
 
 The merge and the self-first order replace numpy's row-wise stable ``argsort`` +
-``take_along_axis``, which sort what is already sorted and write two temporaries per call: at
-1M points these took 2 s of the kNN graph's 38 (``benchmarks/results/scale_gdr.md``). The
-results are the same, entry for entry, as the numpy forms they replace
+``take_along_axis``, which sort what is already sorted and write two temporaries per call, a
+part of a large kNN graph's time worth saving (measured: ``benchmarks/results/scale_gdr.md``).
+The results are the same, entry for entry, as the numpy forms they replace
 (``tests/neighbors/test_knn_rows.py`` keeps those as the oracle, and a plain loop for the reverse
 pairs).
 """

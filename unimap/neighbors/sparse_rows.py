@@ -31,14 +31,14 @@ SPARSE_METRICS = ("euclidean", "cosine", "correlation", "manhattan", "chebyshev"
                   "sqeuclidean")
 # the metrics the exact search serves: euclidean, and cosine as euclidean on unit rows
 SPARSE_EXACT_METRICS = ("euclidean", "cosine")
-# Up to this many points sparse rows are searched exactly: on a 100,000-word bag of words
-# (benchmarks/sparse_text.py) the exact graph of 18,000 documents takes ~2.7 s on 2 cores,
-# where pynndescent's reaches a recall of 0.70 (its queries 0.42), and the whole fit of 20,000
-# documents took 21.4 s on pynndescent against 5.5 s.
+# Up to this many points sparse rows are searched exactly: on a bag of words
+# (benchmarks/sparse_text.py) the exact graph takes seconds where pynndescent's misses many
+# neighbours, and the whole fit is several times faster
+# (measured: benchmarks/results/library_notes.md, "unimap/neighbors/sparse_rows.py")
 SPARSE_EXACT_MAX_SAMPLES = 20_000
 # New sparse rows are placed by exact queries up to this many training rows, also where
-# pynndescent built the graph: on the same bag of words, 6,000 queries among 54,000 documents
-# took 4.7 s exactly against pynndescent's 10.5 s at a recall of 0.22 (a query costs O(n)).
+# pynndescent built the graph: on the same bag of words the exact queries were faster than
+# pynndescent's and found far more of the neighbours (a query costs O(n); measured: as above).
 SPARSE_EXACT_QUERY_MAX_SAMPLES = 100_000
 _CHUNK_BYTES = 1 << 27  # 128 MiB of float64 products per query block
 # sparse rows at least this wide and at most this dense are searched as they are (a bag of

@@ -120,10 +120,9 @@ def add_reverse_candidates(candidates, id_map, cand_dist, out_idx, out_dist):
     (sorted results, updated in place) and of ``cand_dist`` (per-candidate distances) belong
     to point ``id_map[r]``, and the entries are point ids. A candidate's slot is then its
     row, and as slots follow a space-filling curve, the rows touched lie close to the row
-    read (MNIST-70k, 15 neighbours: 0.06 s against 0.08 s with rows by point id; 0.04 s once
-    the first pass kept its verdicts for the second). Of the 0.9M candidates closer than
-    their target's k-th neighbour, 5,600 are new to it: the binary search in :func:`_is_new`
-    keeps the rest cheap.
+    read. Few of the candidates closer than their target's k-th neighbour are new to it: the
+    binary search in :func:`_is_new` keeps the rest cheap (measured:
+    benchmarks/results/library_notes.md, "unimap/neighbors/topk_numba.py").
 
     Deterministic for any thread count: the rows find their offers in parallel against the
     lists as they came from the searches, then one thread inserts the offers in row order
@@ -139,8 +138,8 @@ def add_reverse_candidates(candidates, id_map, cand_dist, out_idx, out_dist):
                                            cand_dist[r, m]):
                 target = -1
             offered[r, m] = np.int32(target)
-    # Few offers survive (MNIST-70k, 15 neighbours: 5,600 of 4.2M candidates): insert them
-    # on one thread, in row order.
+    # Few offers survive (measured: see the docstring): insert them on one thread, in row
+    # order.
     for r in range(n_rows):
         for m in range(width):
             target = offered[r, m]

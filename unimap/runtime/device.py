@@ -83,7 +83,8 @@ def resolve_device(device: str) -> str:
     if device == "cpu":
         return "cpu"
     if device == "auto":
-        # Cheap test first: without the extra, numba.cuda (0.3 s to import) is not touched.
+        # Cheap test first: without the extra, numba.cuda (slow to import; measured:
+        # benchmarks/results/library_notes.md, "unimap/runtime/device.py") is not touched.
         if simulated() or not _gpu_extra_installed():
             return "cpu"
         return "cuda" if cuda_status()[0] else "cpu"

@@ -2,11 +2,10 @@
 
 numba's ``prange`` gives each thread an equal, fixed share of the iterations (a static
 schedule; ``numba.set_parallel_chunksize`` changed nothing on the OpenMP and workqueue
-layers, measured: 145 ms against 75 ms quiet with either, for a loop with a CPU-bound program
-pinned to one of 2 cores). When another program holds a core, the thread that shares it
-finishes its share last and the whole loop waits for it: 2 threads then run at the speed of
-one. With dynamic scheduling, the thread that runs at full speed takes more blocks: the same
-loop took 101–108 ms.
+layers). When another program holds a core, the thread that shares it finishes its share last
+and the whole loop waits for it: 2 threads then run at the speed of one. With dynamic
+scheduling, the thread that runs at full speed takes more blocks, and the loop gets back much
+of the time lost (measured: benchmarks/results/library_notes.md, "unimap/runtime/dynamic_numba.py").
 
 The pattern, one ``prange`` iteration per worker thread::
 

@@ -4,10 +4,10 @@ Every epoch the optimizers reduce the embedding to one float64 sum (and, for the
 optimizer, the attraction and repulsion arrays and ``1/Z``): a NaN or infinity anywhere makes
 the sum non-finite. GDR's 2-D epochs run ``EPOCH_CHUNK`` at a time
 (:mod:`unimap.optimizers.gdr.unnormalized`) and are checked after each chunk: their error names
-the chunk's epochs. The sum of a (70,000, 2) float32 array takes ~56 µs, under 1% of the
-cheapest epoch (GDR's, ~7 ms on MNIST-70k on 2 cores). On a hit the guard finds the first bad row
-and raises :class:`NonFiniteError` naming the method, the epoch, what went non-finite and the likely
-causes, so a run never ends with a silent NaN embedding.
+the chunk's epochs. The sum costs little beside the cheapest epoch, GDR's (measured:
+benchmarks/results/library_notes.md, "unimap/runtime/guards.py"). On a hit the guard finds the first
+bad row and raises :class:`NonFiniteError` naming the method, the epoch, what went non-finite and
+the likely causes, so a run never ends with a silent NaN embedding.
 """
 
 from __future__ import annotations

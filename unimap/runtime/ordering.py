@@ -41,8 +41,8 @@ def in_input_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 # Up to this many entries scipy's indexing relabels (milliseconds), so that a small fit's first
-# run does not compile the numba pass: 2.8 s of the 24 s that `unimap embed digits` compiled
-# in a fresh process, its argsort included.
+# run does not compile the numba pass, a tenth of what `unimap embed digits` compiled in a fresh
+# process (measured: benchmarks/results/library_notes.md, "unimap/runtime/ordering.py").
 SCIPY_MAX_ENTRIES = 1 << 20
 
 

@@ -1,10 +1,10 @@
 """Set the CPU affinity of each of numba's worker threads (Linux only).
 
 Why: on a host where another program holds one core, Linux's scheduler often wakes both of a
-2-thread fit's workers on the other core. It counts 3 runnable tasks on 2 cores as balanced
-either way, so it does not separate them, and the fit then runs on one core (sampled from
-``/proc``: both threads on one core about half of a busy GDR fit). One worker per core makes
-the busy core a half-speed worker, which the dynamically claimed blocks
+2-thread fit's workers on the other core. It counts 3 runnable tasks on 2 cores as balanced either
+way, so it does not separate them, and the fit then runs on one core for much of its time (sampled
+from ``/proc``; measured: benchmarks/results/library_notes.md, "unimap/runtime/pinning_numba.py").
+One worker per core makes the busy core a half-speed worker, which the dynamically claimed blocks
 (:mod:`unimap.runtime.dynamic_numba`) absorb. :func:`unimap.runtime.threads.spread_threads` decides
 when to use it and restores the affinity afterwards.
 

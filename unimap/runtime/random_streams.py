@@ -64,7 +64,8 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
 
 def spawned_seeds_at(seed: int, indices) -> list[int]:
     """``[spawn_seeds(seed, n)[i] for i in indices]`` for any ``n`` above them, without
-    making the other children (70k components of a 1M-point graph: 1.4 s for all of them)."""
+    making the other children (seconds for all of a large graph's components; measured:
+    benchmarks/results/library_notes.md, "unimap/runtime/random_streams.py")."""
     return [int(np.random.SeedSequence(int(seed), spawn_key=(int(i),))
                 .generate_state(1, dtype=np.uint64)[0] >> 1) for i in indices]
 

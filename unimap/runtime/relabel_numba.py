@@ -1,8 +1,8 @@
 """A sparse matrix with its points relabelled, ``M[order][:, order]``, in one pass (numba).
 
 scipy's fancy indexing makes it in two (rows, then columns) with int64 temporaries and a
-third pass sorts the rows: 1.3 s of GDR's 1M optimize phase and 0.5 s of its spectral
-init, on graphs of 25M entries.
+third pass sorts the rows, seconds of a large fit (measured: benchmarks/results/library_notes.md,
+"unimap/runtime/relabel_numba.py").
 """
 
 from __future__ import annotations

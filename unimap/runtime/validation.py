@@ -111,10 +111,10 @@ def check_finite_block(block: np.ndarray, first_row: int) -> None:
 
 
 def _all_finite(values: np.ndarray) -> bool:
-    """Whether every entry is finite. A finite sum proves it without np.isfinite's
-    temporary of one bool per entry (MNIST-70k in a fresh process: 0.01 s against 0.13 s,
-    most of it page faults); an infinite sum may be an overflow, so the exact check
-    decides."""
+    """Whether every entry is finite. A finite sum proves it without np.isfinite's temporary of one
+    bool per entry, many times faster in a fresh process, where that temporary's page faults
+    dominate (measured: benchmarks/results/library_notes.md, "unimap/runtime/validation.py"); an
+    infinite sum may be an overflow, so the exact check decides."""
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(values.sum()):
             return True
@@ -240,13 +240,14 @@ def _largest_magnitude(low: np.ndarray, high: np.ndarray) -> float:
 MAX_OFFSET_TO_SPREAD = 2.0 ** 12
 """Largest ratio of a column's magnitude to the data's spread: float32 keeps 24 bits of each
 value, so an offset 2¹² times the spread leaves fewer than 12 bits for the differences that
-decide the neighbours (float64 data offset by 1e8 with a spread of 1 kept none: 10-NN
-accuracy 0.60 against 1.00 centred)."""
+decide the neighbours (with an offset far beyond it the 10-NN accuracy fell well below the
+centred data's; measured: benchmarks/results/library_notes.md, "unimap/runtime/validation.py")."""
 
 MIN_SPREAD = 1e-12
 """Smallest spread (largest column range) of a neighbour embedding's input: below it the
 float32 squared distances between neighbours fall under float32's normal range and lose
-their bits (data at the 1e-30 scale gave 10-NN accuracy 0.22-0.37 against 1.00 rescaled)."""
+their bits (data at a far smaller scale: the 10-NN accuracy fell well below the rescaled
+data's; measured: as above)."""
 
 
 def check_float32_resolution(X: Any, low: np.ndarray, high: np.ndarray) -> None:

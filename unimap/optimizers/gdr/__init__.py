@@ -67,9 +67,9 @@ where samples that fall into ``N(i)`` count 0 (a per-block byte array marks ``N(
 ``Σ_{k≠i} w_ik``, so ``Ẑ = Σ_i z_i`` is an unbiased estimate of Z. (One global mean
 ``n(n−1)·mean(w)`` over all samples would not be: rows draw different numbers of samples.)
 ``1/Ẑ`` carries a Jensen bias of relative order ``Var(Ẑ)/Z²``, negligible with ``Σ_i S_i``
-samples (measured: Ẑ/Z within 0.5% per epoch on MNIST-5k). The exact near field cuts the
-noise of the neighbours' repulsion, which uniform samples hit rarely but hard. The caller forms
-``4(E·A − γ·R/Ẑ)`` in
+samples (measured: benchmarks/results/library_notes.md, "unimap/optimizers/gdr/__init__.py").
+The exact near field cuts the noise of the neighbours' repulsion, which uniform samples hit
+rarely but hard. The caller forms ``4(E·A − γ·R/Ẑ)`` in
 :func:`unimap.optimizers.gradient_descent.gradient_numba.gradient_step`.
 
 Shared samples (``shared=True``, the estimator's default in this mode): one set of
@@ -78,18 +78,17 @@ s), n)``, uniform over all n points and used by every row, the row's own point c
 beside its neighbours. ``n/M · Σ_s [k_s ≠ i, k_s ∉ N(i)] f(k_s)`` is again unbiased, so are
 ``R_i``, ``z_i`` and Ẑ. Each row's estimate is as noisy as with its own samples, but the noise
 is common to neighbouring points: the samples' far field pushes a neighbourhood as a whole and
-barely moves its points against each other, which is what 15-NN recall measures (MNIST-70k:
-0.278-0.282 over seeds with M ≈ 520 and t-SNE's steps, against 0.225 with ~130 samples per
-row and 0.271 with ~780 per row and the same steps, in three times the time).
+barely moves its points against each other, which is what 15-NN recall measures: shared
+samples reach a higher recall than per-row samples, even many more of them in more time
+(measured: ``docs/gdr.md``; library_notes.md as above).
 
 In 2-D the sums over the samples run 16 rows at a time against the samples' positions in one
 small contiguous array, the rows being the lanes of the vectorized loop, and the samples that
 hit the point itself or one of its neighbours are then subtracted (per-epoch hit counts,
 read in the near-field loop). A shared sample costs about a tenth of a per-row sample's random
-read (MNIST-70k epoch at perplexity 30 with M ≈ 520: 20-23 ms, of which ~17 ms is the exact
-near field; at the default perplexity 10 with M = 1000: 9-12 ms). Each
-lane sums its samples in order: a sum vectorized *within* a row is reassociated, and numba's
-in-process JIT and its disk cache did so differently (first and later runs disagreed).
+read; the exact near field is then most of an epoch (measured: library_notes.md as above).
+Each lane sums its samples in order: a sum vectorized *within* a row is reassociated, and
+numba's in-process JIT and its disk cache did so differently (first and later runs disagreed).
 
 ``exhaustive=True`` replaces the samples by all ``k ≠ i`` with the expected weight
 (``ρ_w·S_i/(n−1)``, resp. 1): the exact force, for tests on small problems.

@@ -2,8 +2,9 @@
 
 Why: :func:`unimap.optimizers.gdr.unnormalized_numba.gdr_unnormalized_epoch` is one ``prange`` per
 epoch, and every epoch ends when its slowest thread does. On a host where another program shares a
-core, the thread on that core is descheduled for a time slice (~3 ms) every so often, and an epoch
-that ends while it holds a row block waits for it (MNIST-70k: epochs of 5-10 ms). Here the
+core, the thread on that core is descheduled for a time slice every so often, and an epoch that
+ends while it holds a row block waits for it, for about as long as the epoch itself (measured:
+benchmarks/results/library_notes.md, "unimap/optimizers/gdr/chunked_epochs_numba.py"). Here the
 epochs of a chunk run in one region and a thread that runs out of unclaimed blocks computes
 the blocks that are claimed but not finished itself, so an epoch finishes without waiting
 for a descheduled thread; that thread finishes its now redundant block when it runs again.

@@ -110,7 +110,7 @@ def _near_2d(Y, y0, y1, indptr, indices, data, i, a, b, marks, hits, shared, uni
     hit_r0, hit_r1)``. Per-row samples (``shared`` False) mark the neighbours in ``marks``;
     shared ones read their hit counts from ``hits``. ``shared`` and ``unit_b`` are constants
     at each call; ``unit_b`` selects ``1/(1 + a u)`` without ab_kernel's two branches per edge
-    (MNIST-70k: near field and attraction 7.5 -> 6.1 ms per epoch)."""
+    (measured: benchmarks/results/library_notes.md, "unimap/optimizers/gdr/normalized_numba.py")."""
     f0 = np.float32(0.0)
     f1 = np.float32(0.0)
     n0 = np.float32(0.0)

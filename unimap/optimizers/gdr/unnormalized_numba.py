@@ -172,8 +172,9 @@ def gdr_unnormalized_epoch(Y, Y_out, F, V, edges, transposed, forces, step, lr, 
         0: every negative sample reads a uniform point of ``Y``. P > 0: each block of
         ``ROW_BLOCK`` rows first copies P uniform points (one draw each, keyed by the block)
         into a small array, and its rows draw their samples from it. Once ``Y`` outgrows the
-        cache the samples' random reads cost more than their forces (1M points: ~25% of an
-        epoch); from a pool they are ~10x fewer. Each sample is still uniform over the n
+        cache the samples' random reads cost more than their forces; from a pool they are
+        far fewer (measured: benchmarks/results/library_notes.md,
+        "unimap/optimizers/gdr/unnormalized_numba.py"). Each sample is still uniform over the n
         points (the row's own gives no force, hence ``rep_weight·n/(n − 1)``), so the
         repulsion stays unbiased; its noise is shared by a block's rows, which the
         relabelling of large inputs makes neighbours, so it moves them together (measured
@@ -197,10 +198,10 @@ def gdr_unnormalized_epoch(Y, Y_out, F, V, edges, transposed, forces, step, lr, 
 # row code it uses (a first GDR run compiled both). Passing the row function as an argument
 # would also compile per function, but numba's disk cache never hits for such a signature.
 # The unnormalized row code is inlined into the parallel kernel: a call per row (numba passes
-# each array as ~7 scalars) cost 0.25 s of 0.94 s in 200 MNIST-70k epochs, and the inlined
-# kernel even compiles faster (3.5 s against 3.9 s). The normalized rows stay calls: with
-# ~120 edges per row the call is amortised (no gain on MNIST-70k), and inlining them made
-# the first run compile 2 s longer.
+# each array as ~7 scalars) cost a quarter of the epochs, and the inlined kernel even compiles
+# faster. The normalized rows stay calls: with ~120 edges per row the call is amortised, and
+# inlining them made the first run compile longer (measured:
+# benchmarks/results/library_notes.md, "unimap/optimizers/gdr/unnormalized_numba.py").
 @numba.njit(inline="always", cache=True, fastmath=True)
 def momentum_step_row(Y, Y_out, F, f_row, V, V_out, i, clip, lr, momentum):
     """GDR's heavy-ball step of row ``i``: ``v ← μ·v + lr·clip(F[f_row], ±clip)``,

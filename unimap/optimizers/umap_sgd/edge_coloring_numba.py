@@ -31,8 +31,9 @@ def greedy_edge_coloring(indptr, indices, n_vertices):
     # 2 * max_degree - 1 colours in total. The bit sets are stored word-major: the first
     # word of every vertex is one contiguous array that stays in cache, and the later words
     # (colours 64+, reached at the hubs' edges) are rarely touched. Vertex-major sets put
-    # each vertex's words in their own cache lines (the 1M mixture's kNN graph, max degree
-    # 2502: 79 words, 632 MB; 7.4 s against 2.0 s word-major, the same colours).
+    # each vertex's words in their own cache lines, several times slower on a graph with hubs
+    # (measured: benchmarks/results/library_notes.md,
+    # "unimap/optimizers/umap_sgd/edge_coloring_numba.py").
     n_words = (2 * max(degree.max(), 1)) // 64 + 1
     used = np.zeros((n_words, n_vertices), dtype=np.uint64)
     colors = np.empty(n_edges, dtype=np.int32)

@@ -10,15 +10,15 @@ the other, edges of a class in parallel; each sampled edge moves both ends (umap
 ``move_other``) and its head takes the negative samples. A class that runs in parallel reads
 them from the epoch's start ``snapshot`` (other threads write while they are read); a class
 below ``SERIAL_CLASS_SIZE`` edges runs on one thread and reads live positions, as umap-learn's
-serial SGD does. The stale snapshot spreads classes apart: on supervised digits, same graph and
-start, the nearest other class centroid was 10.6 against 9.3 with live reads and umap-learn's
-9.2 (``benchmarks/results/sgd_geometry.md``), and held-out points then needed more epochs to
-reach a class. Which classes run serially depends on their sizes, not on the thread count, and
-every point is written by one thread at a time in a fixed order, so the result does not depend
-on the thread count.
+serial SGD does. The stale snapshot spreads classes apart (on supervised digits, same graph and
+start, the nearest other class centroid lay farther than with live reads and umap-learn's),
+and held-out points then needed more epochs to reach a class (measured:
+``benchmarks/results/sgd_geometry.md``; benchmarks/results/library_notes.md,
+"unimap/optimizers/umap_sgd/epochs_numba.py"). Which classes run serially depends on their
+sizes, not on the thread count, and every point is written by one thread at a time in a fixed
+order, so the result does not depend on the thread count.
 (Moving only the head of each edge, row by row, is simpler but measurably worse: on digits,
-clusters fragment, the intra/inter-class spread ratio rising from umap-learn's 0.12-0.13 to
-0.21-0.33.)
+clusters fragment; measured: library_notes.md as above.)
 
 ``sgd_epoch_rows`` (transform): the tail embedding is fixed, so each new point (row) is
 independent; rows run in parallel.
@@ -85,8 +85,8 @@ EDGE_BLOCK = 512  # edges per block that a worker claims (unimap.runtime.dynamic
 def sampling_periods(weights, n_epochs, max_weight):
     """Epochs between two samples of each edge, ``n_epochs / (n_epochs · w / max_weight)``
     (umap-learn's expression, evaluated in the same order), or -1 where that is not
-    positive. One pass: the numpy form's temporaries cost 2 s at 25M edges, most of it the
-    host's zeroing of fresh pages."""
+    positive. One pass: the numpy form's temporaries cost seconds at a large fit, most of it
+    the host's zeroing of fresh pages (measured: ``benchmarks/results/scale_umap.md``)."""
     out = np.empty(weights.shape[0], dtype=np.float64)
     for e in range(weights.shape[0]):
         n_samples = n_epochs * (weights[e] / max_weight)
@@ -96,15 +96,17 @@ def sampling_periods(weights, n_epochs, max_weight):
 
 @numba.njit(inline="always", cache=True)
 def clip_grad(x):
-    # Branch-free (a mispredicted clip branch cost ~20% of the SGD's time on MNIST). The
-    # float64 bounds matter: numba's min/max with float32 bounds ran 2x slower.
+    # Branch-free: a mispredicted clip branch was a large share of the SGD's time, and
+    # numba's min/max with float32 bounds ran slower than with these float64 bounds
+    # (measured: benchmarks/results/library_notes.md, "unimap/optimizers/umap_sgd/epochs_numba.py").
     return min(max(x, -CLIP), CLIP)
 
 
 @numba.njit(inline="always", cache=True)
 def _clip_rare(x):
     """Clip for values that rarely exceed the bound (attraction): a well-predicted branch
-    is cheaper than the float64 round trip of :func:`clip_grad` (measured 2-4% of the SGD)."""
+    is cheaper than the float64 round trip of :func:`clip_grad` (measured: library_notes.md as
+    in the module docstring)."""
     if x > CLIP:
         return np.float32(CLIP)
     if x < -CLIP:
@@ -126,8 +128,9 @@ def negatives_2d(y, self_index, pool, n_neg, key, a, b, gamma, alpha):
     ``self_index`` (all rows when it is negative).
 
     The samples' forces are all computed from ``y``'s position before them and applied
-    together: this breaks the serial dependency from one sample to the next (1.6x faster on
-    MNIST) and changes each step by far less than the sampling noise.
+    together: this breaks the serial dependency from one sample to the next (faster; measured:
+    library_notes.md as in the module docstring) and changes each step by far less than the
+    sampling noise.
     """
     skip = self_index >= 0
     n_draw = pool.shape[0] - np.int64(skip)
@@ -246,7 +249,8 @@ def edge_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
 
 
 # The fit epoch exists twice, for 2-D and for other dimensions, so that a run compiles only
-# the path it uses: one kernel with both paths took 4.4 s to compile, the 2-D one 3.0 s.
+# the path it uses: one kernel with both paths took longer to compile (measured:
+# library_notes.md as in the module docstring).
 # (One kernel taking the per-edge function as an argument would compile per function too,
 # but numba's disk cache never hits for such a signature: every run would recompile.)
 @numba.njit(parallel=True, cache=True, fastmath=True)
@@ -286,7 +290,7 @@ def sgd_epoch_edges_2d(emb, snapshot, edges, schedule, kernel, seed, epoch, alph
 
 
 # Its own kernel, not a flag of the one above, so that a fit compiles only the path it runs
-# (both paths in one kernel: 15.3 s to compile on the Intel host against 8.4 s for one).
+# (both paths in one kernel took nearly twice as long to compile; measured: as above).
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def sgd_epoch_edges_2d_pooled(emb, snapshot, edges, schedule, kernel, seed, epoch, alpha,
                               n_workers, n_pool):

@@ -192,9 +192,9 @@ class DensityPlan:
 
 def _relabel_for_locality(emb: np.ndarray, graph: sp.csr_matrix):
     """Points relabelled along a Z-order curve of their positions, so that most edges join
-    points close in memory and threads write mostly their own cache lines (MNIST-70k, 2
-    threads: edges crossing the middle of the point range 0.49 -> 0.07, SGD 5.8 -> 3.9 s
-    while cache lines were slow to move between cores)."""
+    points close in memory and threads write mostly their own cache lines, which made the SGD
+    faster while cache lines were slow to move between cores (measured:
+    benchmarks/results/library_notes.md, "unimap/optimizers/umap_sgd/fit.py")."""
     relabel = locality_order(emb)
     return np.ascontiguousarray(emb[relabel]), relabelled(graph, relabel), relabel
 

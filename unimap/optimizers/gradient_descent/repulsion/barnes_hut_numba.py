@@ -139,8 +139,9 @@ def repulsion_query(queries, points, start, end, skip, com, count, side2, theta,
                     z_out):
     """Transform mode: sums on each row of ``queries`` from all tree points.
 
-    Queries run in their own Morton order (20% faster than in arbitrary order on 10,000
-    queries, since consecutive ones walk the same nodes); each writes its own row.
+    Queries run in their own Morton order (faster than in arbitrary order, since consecutive
+    ones walk the same nodes; measured: benchmarks/results/library_notes.md,
+    "unimap/optimizers/gradient_descent/repulsion/barnes_hut_numba.py"); each writes its own row.
     """
     m, dim = queries.shape
     theta2 = theta * theta

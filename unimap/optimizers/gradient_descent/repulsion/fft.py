@@ -20,14 +20,13 @@ quarter of the size). Z needs no inverse FFT: ``sum_i phi_Z(i) = <q_0, K_Z * q_0
 in frequency space (Parseval). This is exact in the limit of fine grids for every ``dof``
 (openTSNE's ``dof == 1`` trick of the single kernel ``w^2`` with the charge ``|y|^2`` would
 also need 4 FFTs each way and loses digits to cancellation), and costs the same for all dof.
-At 70,000 points (span 100, 324^2 nodes) one call takes ~14 ms on one thread with a workspace
-(16-21 ms without), two thirds of it FFTs; openTSNE's takes 41-53 ms.
+A call, most of it FFTs, is faster than openTSNE's (measured, with the accuracy below:
+benchmarks/results/library_notes.md, "unimap/optimizers/gradient_descent/repulsion/fft.py").
 
-Accuracy (2,000 points in blobs of span 50, default grid): forces 1.4-2.4e-2 relative (L2 over
-all points), Z 1.3e-4-1.2e-3, a little better than openTSNE with the same grid; the error is
-the third-order interpolation's and falls ~8x per halving of ``ints_in_interval``. The grids
-are float64: in float32 the FFTs run 2x faster, but the roundoff, relative to the largest
-potentials, swamped the small forces on isolated points (errors of 250-740% at dof = 2).
+Accuracy at the default grid is a little better than openTSNE's with the same grid; the error
+is the third-order interpolation's and falls ~8x per halving of ``ints_in_interval``. The grids
+are float64: in float32 the FFTs run faster, but the roundoff, relative to the largest
+potentials, swamped the small forces on isolated points.
 
 Grid size: ``nb = max(min_num_intervals, ceil(span / ints_in_interval))`` per dimension, rounded
 up to a 2-3-5-smooth number for the FFT, where ``span`` is the larger side of the bounding box.
@@ -63,8 +62,9 @@ class FFTWorkspace:
     """Buffers that :func:`fft_repulsion` reuses from one call to the next.
 
     A 70,000-point embedding of span 100 needs ~27 MB of grids and point arrays per call;
-    allocating them afresh made the kernel touch new pages every call, which cost 25% of its
-    time (page faults are dear in VMs). An optimiser keeps one workspace per run (and per
+    allocating them afresh made the kernel touch new pages every call, a measurable share of
+    its time (page faults are dear in VMs; measured: library_notes.md as in the module
+    docstring). An optimiser keeps one workspace per run (and per
     thread) and passes it to every call; buffers are replaced when the grid size changes.
     """
 
@@ -88,8 +88,9 @@ class FFTWorkspace:
 def _forward_2d(grid: np.ndarray, spec: np.ndarray, workers: int, pp) -> None:
     """``spec`` (C, L, m+1) = rfft2 of ``grid`` (C, m, L), zero-padded to (C, L, L).
 
-    One axis at a time, skipping the transforms of the all-zero padding rows (measured 30%
-    faster than ``rfftn(s=(L, L))``). ``pp``: pocketfft's binding (``_raw_pocketfft``) or None.
+    One axis at a time, skipping the transforms of the all-zero padding rows (faster than
+    ``rfftn(s=(L, L))``; measured: library_notes.md as in the module docstring). ``pp``:
+    pocketfft's binding (``_raw_pocketfft``) or None.
     """
     m = grid.shape[1]
     spec[:, m:] = 0.0
@@ -104,8 +105,8 @@ def _forward_2d(grid: np.ndarray, spec: np.ndarray, workers: int, pp) -> None:
 def _inverse_2d(spec: np.ndarray, pot: np.ndarray, workers: int, pp) -> None:
     """``pot`` (C, m, L) = rows ``:m`` of irfft2 of ``spec`` (C, L, m+1); ``spec`` is consumed.
 
-    Only the first ``m`` rows (the grid nodes) are transformed along the last axis (measured
-    2x faster than ``irfftn(s=(L, L))`` and slicing).
+    Only the first ``m`` rows (the grid nodes) are transformed along the last axis (faster than
+    ``irfftn(s=(L, L))`` and slicing; measured: library_notes.md as in the module docstring).
     """
     m, L = pot.shape[1], pot.shape[2]
     if pp is not None:
@@ -170,7 +171,7 @@ def fft_repulsion(Y: np.ndarray, dof: float = 1.0, n_interpolation_points: int =
         ceil(span / ints_in_interval))`` per dimension, rounded up to an FFT-friendly size and
         capped at ``MAX_NODES_2D // n_interpolation_points`` in 2-D.
     workspace : FFTWorkspace, optional
-        Buffers to reuse across calls (25% faster at 70,000 points); the result does not
+        Buffers to reuse across calls (faster: see :class:`FFTWorkspace`); the result does not
         depend on it.
 
     Returns

@@ -55,8 +55,9 @@ def _lagrange(t, p, inv_den, out):
 def bounds(Y):
     """Per-column min and max of ``Y`` (n, d), and whether all its values are finite.
 
-    One pass; numpy's ``isfinite(Y).all()`` and axis-0 ``min``/``max`` took 1-3 ms at 70,000
-    points.
+    One pass instead of numpy's three (``isfinite(Y).all()`` and axis-0 ``min``/``max``;
+    measured: benchmarks/results/library_notes.md,
+    "unimap/optimizers/gradient_descent/repulsion/fft_numba.py").
     """
     n, dim = Y.shape
     lo = np.full(dim, np.inf)
@@ -92,7 +93,8 @@ def sort_by_box(Y, origin, width, nb):
 
     Returns ``order`` (point indices in box order, int64) and ``row_ptr`` (nb + 1): box row
     ``r`` (first coordinate's box ``r``) holds the points ``order[row_ptr[r]:row_ptr[r + 1]]``.
-    Serial, O(n + nb^d): ~0.3 ms for 70,000 points.
+    Serial, O(n + nb^d): cheap next to the FFTs (measured: library_notes.md as in
+    :func:`bounds`).
     """
     n, dim = Y.shape
     n_keys = nb**dim
@@ -182,14 +184,15 @@ def scatter_2d(Y, center, origin, width, nb, order, row_ptr, group_bounds, yc, b
     """Locate the points and spread their charges ``(1, yc_0, yc_1)`` onto ``grid[:, :, :m]``
     (grid (3, m, >= m), m = nb*p), zeroing it first; columns from ``m`` on (the FFT's zero
     padding) are left alone. Each group also evaluates its share of the kernel rows
-    (``kernel_rows_2d`` into ``kq``): one parallel region instead of two, as each costs ~6 ms
-    when the machine is oversubscribed (numba's OpenMP layer waits for descheduled threads).
+    (``kernel_rows_2d`` into ``kq``): one parallel region instead of two, as each costs
+    milliseconds when the machine is oversubscribed (numba's OpenMP layer waits for descheduled
+    threads; measured: library_notes.md as in :func:`bounds`).
 
     Parallel over groups of box rows; each group owns the node rows of its box rows. Point ``k``
     in box order is ``Y[order[k]]``; its centred coordinates, box and Lagrange weights go to row
     ``k`` of ``yc`` (n, 2), ``box`` (n, 2) and ``weights`` (n, 2, p) for the gather, which
-    then streams through them (in ``Y``'s order the scatter and gather were 2-4x slower once the
-    FFTs had flushed the caches).
+    then streams through them (in ``Y``'s order the scatter and gather were several times slower
+    once the FFTs had flushed the caches; measured: as above).
     """
     p = weights.shape[2]
     m = grid.shape[1]
