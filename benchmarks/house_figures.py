@@ -35,20 +35,6 @@ def _architecture_checks():
     return module
 
 
-def private_imports(root: Path) -> list[tuple[str, str, str]]:
-    """``(importer, module, name)`` of every private name imported across modules."""
-    hits = []
-    for path in sorted((root / "unimap").rglob("*.py")):
-        parts = path.relative_to(root).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.ImportFrom) and node.level == 0
-                    and (node.module or "").startswith("unimap") and node.module != module):
-                hits += [(module, node.module, a.name) for a in node.names
-                         if a.name.startswith("_") and not a.name.startswith("__")]
-    return hits
-
-
 def _doc_and_comment_lines(source: str) -> dict[int, str]:
     """Line number -> text of every docstring line (any string statement) and comment line,
     doctest examples and their output left out (from a ``>>>`` line to the next blank one)."""
@@ -122,7 +108,7 @@ def figures(root: Path) -> dict[str, object]:
     upward = [(m, t) for m, t, _ in arch.package_imports(root)
               if arch._package(m) != arch._package(t) and arch._package(t) in floor
               and arch._package(m) in floor and floor[arch._package(t)] >= floor[arch._package(m)]]
-    private = private_imports(root)
+    private = arch.private_imports(root)  # 'importer: module.name'
     measured = measurement_lines(root)
     return {
         "modules": len(sizes),
@@ -131,7 +117,7 @@ def figures(root: Path) -> dict[str, object]:
         "largest module": "{} ({} lines)".format(*max(
             ((str(p.relative_to(root)), n) for p, n in sizes.items()), key=lambda t: t[1])),
         "private names imported across modules": len(private),
-        "files importing them": len({h[0] for h in private}),
+        "files importing them": len({h.split(":")[0] for h in private}),
         "floors": len(set(floor.values())),
         "imports up a floor": len(upward),
         "import cycles": len(arch.import_cycles(root)),
