@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PUBLIC_MODULES = ["metrics", "analysis", "plotting", "io", "tl", "dask", "datasets",
-                  "methods.registry"]
+                  "methods.registry", "affinity"]
 # module constants, described in the API page's text rather than given a page each
 CONSTANTS = {"DENSITY_THRESHOLD", "STATIC_FORMATS", "READ_FORMATS", "WRITE_FORMATS", "BUILTIN",
              "BUILT_IN"}

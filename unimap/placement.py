@@ -92,15 +92,12 @@ def fuzzy_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity.fuzzy import membership_weights, smooth_knn_dist
+    from unimap.affinity.fuzzy import FuzzyAffinity
     from unimap.optimizers.umap_sgd.common import prune_graph
     from unimap.optimizers.umap_sgd.place import umap_sgd_place
 
     idx, dist = index.query(X, n_neighbors)
-    # New points are not in the index, so no neighbour is "self": umap-learn lowers the
-    # local connectivity by one to keep the same calibration.
-    sigmas, rhos = smooth_knn_dist(dist, n_neighbors, max(0.0, local_connectivity - 1.0))
-    weights = membership_weights(idx, dist, sigmas, rhos, skip_self=False)
+    weights = FuzzyAffinity(local_connectivity).to_new(idx, dist)
     weights = cut_new_rows(weights, dist, disconnection_distance, stacklevel=5)
     init = weighted_mean_positions(reference, idx, weights)
     m, k = idx.shape
@@ -141,13 +138,14 @@ def perplexity_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity.perplexity import conditional_probabilities, perplexity_neighbors
+    from unimap.affinity.perplexity import PerplexityAffinity
     from unimap.optimizers.gradient_descent.descent import place_points
 
     n_train = reference.shape[0]
-    k = perplexity_neighbors(perplexity, n_train)
+    affinity = PerplexityAffinity(perplexity)
+    k = affinity.n_neighbors_for(n_train)
     idx, dist = index.query(X, k)
-    probabilities, _ = conditional_probabilities(dist, min(perplexity, k))
+    probabilities = affinity.to_new(idx, dist)
     if math.isfinite(disconnection_distance):
         probabilities = cut_new_rows(probabilities, dist, disconnection_distance, stacklevel=5)
         probabilities /= probabilities.sum(axis=1, keepdims=True)

@@ -56,7 +56,7 @@ class SpringMap(UMAP):
         return fit
 
     def _memory_profile(self, fit, n):
-        return MemoryProfile("fuzzy", n * SPRING_BYTES_PER_POINT, "n_neighbors")
+        return MemoryProfile(n * SPRING_BYTES_PER_POINT, "n_neighbors")
 
     def _optimizer_on_gpu(self, fit, n_samples):
         return False

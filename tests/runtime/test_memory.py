@@ -120,7 +120,7 @@ def test_available_memory_is_the_default_limit(blobs, monkeypatch):
 
 
 def test_tsne_fft_grid_is_counted():
-    from unimap.methods.memory_plan import fft_grid_bytes
+    from unimap.optimizers.gradient_descent.repulsion.fft import grid_bytes as fft_grid_bytes
 
     assert fft_grid_bytes(10**7) == 224 * 1500**2  # capped at MAX_NODES_2D
     assert fft_grid_bytes(1000) < fft_grid_bytes(10**6)

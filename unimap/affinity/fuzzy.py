@@ -4,6 +4,7 @@
 (:func:`fuzzy_union`, :func:`fuzzy_simplicial_set`), on a kNN graph in the convention of
 :mod:`unimap.neighbors.graph` (column 0 is the point itself). GDR's fuzzy mode
 (:mod:`unimap.affinity.joint`) and the placement of new points reuse the first two.
+:class:`FuzzyAffinity` is the stage UMAP declares (:mod:`unimap.affinity.stage`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,61 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.affinity.directed import DirectedRows
+from unimap.affinity.stage import Affinity
 from unimap.runtime.validation import check_float
 
-__all__ = ["smooth_knn_dist", "membership_weights", "directed_memberships", "fuzzy_union",
-           "fuzzy_simplicial_set"]
+__all__ = ["FuzzyAffinity", "smooth_knn_dist", "membership_weights", "directed_memberships",
+           "fuzzy_union", "fuzzy_simplicial_set"]
+
+
+class FuzzyAffinity(Affinity):
+    """UMAP's fuzzy simplicial set as an affinity stage (:mod:`unimap.affinity.stage`).
+
+    Parameters
+    ----------
+    local_connectivity : float, default=1.0
+        Number of nearest neighbours assumed connected at full strength (interpolated).
+    set_op_mix_ratio : float in [0, 1], default=1.0
+        1 the fuzzy union of the directed memberships, 0 their intersection.
+
+    Attributes
+    ----------
+    P_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        The symmetric fuzzy graph (:func:`fuzzy_simplicial_set`).
+    sigmas_, rhos_ : ndarrays of shape (n_samples,), float32
+        Each point's bandwidth and distance to its nearest neighbour (:func:`smooth_knn_dist`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.affinity import FuzzyAffinity
+    >>> from unimap.neighbors import nearest_neighbors
+    >>> X = np.random.default_rng(0).normal(size=(100, 5)).astype(np.float32)
+    >>> knn, index = nearest_neighbors(X, 10)
+    >>> affinity = FuzzyAffinity().fit(knn.indices, knn.distances)
+    >>> affinity.P_.shape, affinity.sigmas_.shape
+    ((100, 100), (100,))
+    """
+
+    MEMORY_PER_EDGE = (44, 28)
+
+    def __init__(self, local_connectivity: float = 1.0, set_op_mix_ratio: float = 1.0) -> None:
+        self.local_connectivity = local_connectivity
+        self.set_op_mix_ratio = set_op_mix_ratio
+
+    def _fit(self, indices, distances, n, device):
+        P, self.sigmas_, self.rhos_ = fuzzy_simplicial_set(
+            indices, distances, n, self.local_connectivity, self.set_op_mix_ratio,
+            device=device)
+        return P
+
+    def to_new(self, indices: np.ndarray, distances: np.ndarray) -> np.ndarray:
+        """The memberships ``exp(-max(d - ρ, 0)/σ)`` of new points to their k nearest training
+        points, float32 (m, k), calibrated to ``log2(k)`` with one less local connectivity:
+        no neighbour of a new point is itself (umap-learn's ``transform``)."""
+        sigmas, rhos = smooth_knn_dist(distances, distances.shape[1],
+                                       max(0.0, self.local_connectivity - 1.0))
+        return membership_weights(indices, distances, sigmas, rhos, skip_self=False)
 
 
 def smooth_knn_dist(

@@ -4,6 +4,7 @@ probabilities calibrated to it (:func:`conditional_probabilities`), and their sy
 normalised joint P (:func:`symmetrize_tsne`, :func:`perplexity_affinities`), on a kNN graph in
 the convention of :mod:`unimap.neighbors.graph` (column 0 is the point itself). GDR's t-SNE
 mode (:mod:`unimap.affinity.joint`) and the placement of new points reuse them.
+:class:`PerplexityAffinity` is the stage t-SNE declares (:mod:`unimap.affinity.stage`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,69 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.affinity.directed import DirectedRows
+from unimap.affinity.stage import Affinity
 from unimap.runtime.validation import check_float
 
-__all__ = ["effective_perplexity", "perplexity_neighbors", "conditional_probabilities",
-           "symmetrize_tsne", "perplexity_affinities"]
+__all__ = ["PerplexityAffinity", "effective_perplexity", "perplexity_neighbors",
+           "conditional_probabilities", "symmetrize_tsne", "perplexity_affinities"]
+
+
+class PerplexityAffinity(Affinity):
+    """t-SNE's perplexity-calibrated joint probabilities as an affinity stage
+    (:mod:`unimap.affinity.stage`; openTSNE's ``PerplexityBasedNN``, given the kNN graph).
+
+    Parameters
+    ----------
+    perplexity : float, default=30.0
+        The perplexity ``2^H`` each point's conditional probabilities are calibrated to. The
+        graph needs ``⌊3·perplexity⌋`` neighbours besides each point
+        (:meth:`n_neighbors_for`); lower it first on small data (:func:`effective_perplexity`).
+
+    Attributes
+    ----------
+    P_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples), float32
+        ``(p_{j|i} + p_{i|j}) / 2n``, symmetric, summing to 1 (:func:`perplexity_affinities`).
+    sigmas_ : ndarray of shape (n_samples,)
+        Each point's Gaussian bandwidth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from unimap.affinity import PerplexityAffinity
+    >>> from unimap.neighbors import nearest_neighbors
+    >>> X = np.random.default_rng(0).normal(size=(200, 5)).astype(np.float32)
+    >>> affinity = PerplexityAffinity(10.0)
+    >>> knn, index = nearest_neighbors(X, affinity.n_neighbors_for(200) + 1)
+    >>> P = affinity.fit(knn.indices, knn.distances).P_
+    >>> P.shape, round(float(P.sum()), 4)
+    ((200, 200), 1.0)
+    >>> new, distances = index.query(X[:3] + 0.1, affinity.n_neighbors_for(200))
+    >>> affinity.to_new(new, distances).sum(axis=1).round(4)
+    array([1., 1., 1.])
+    """
+
+    MEMORY_PER_EDGE = (48, 14)
+
+    def __init__(self, perplexity: float = 30.0) -> None:
+        self.perplexity = perplexity
+
+    def n_neighbors_for(self, n_available: int) -> int:
+        """The neighbours each row uses besides the point itself, among ``n_available``
+        others (:func:`perplexity_neighbors`)."""
+        return perplexity_neighbors(self.perplexity, n_available)
+
+    def _fit(self, indices, distances, n, device):
+        P, self.sigmas_ = perplexity_affinities(indices, distances, self.perplexity, n,
+                                                device=device)
+        return P
+
+    def to_new(self, indices: np.ndarray, distances: np.ndarray) -> np.ndarray:
+        """The conditional probabilities ``p_{j|i}`` of new points over their k nearest
+        training points, float64 (m, k), rows summing to 1, at the perplexity (at most k:
+        openTSNE's ``prepare_partial``)."""
+        probabilities, _ = conditional_probabilities(
+            distances, min(self.perplexity, distances.shape[1]))
+        return probabilities
 
 
 def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 4) -> float:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.affinity.stage import Affinity
 from unimap.methods._estimator import PhaseTimer, UnimapEstimator
 from unimap.methods.memory_plan import MemoryProfile, pipeline_estimate
 from unimap.methods.plan import FitPlan
@@ -69,7 +70,10 @@ class NeighborEmbedding(UnimapEstimator):
 
     - ``_resolve(n) -> FitPlan``: the data-dependent plan (:mod:`unimap.methods.plan`), including
       ``n_neighbors_`` (kNN columns, the point itself included) and ``init_``;
-    - ``_affinities(fit, knn_indices, knn_dists) -> P``: the matrix the optimizer follows;
+    - ``_affinity(fit) -> Affinity``: the affinity stage of the fit, unfitted
+      (:mod:`unimap.affinity.stage`), which the memory estimate and the phase plan ask;
+    - ``_affinities(fit, knn_indices, knn_dists) -> P``: the matrix the optimizer follows (the
+      stage's ``P_``, then what the method does to it);
     - ``_optimize(fit, init, seed) -> embedding``;
     - ``_place(X) -> embedding`` for ``transform``;
 
@@ -255,6 +259,7 @@ class NeighborEmbedding(UnimapEstimator):
         and symmetrisation has its kernels: :mod:`unimap.affinity.calibration_cuda`,
         :mod:`unimap.affinity.symmetrize_cuda`), a PCA start by the covariance solver, the
         optimizer where its CUDA module supports the configuration (``_optimizer_on_gpu``).
+        The affinities where the fit's affinity stage supports the GPU (its ``supports``).
 
         A spectral start stays on the CPU: LOBPCG on the GPU
         (:mod:`unimap.initialization.spectral_cuda`) was many times slower than ARPACK on the
@@ -262,7 +267,7 @@ class NeighborEmbedding(UnimapEstimator):
         measures where its time goes)."""
         from unimap.initialization.layouts import pca_init_on_gpu
 
-        phases = ("affinities",)
+        phases = ("affinities",) if self._affinity(fit).supports("cuda") else ()
         init = fit.init_ if isinstance(fit.init_, str) else "array"
         dense_features = self.metric != "precomputed" and not sp.issparse(X)
         if init == "pca" and dense_features and pca_init_on_gpu(*X.shape, self.n_components):
@@ -343,7 +348,7 @@ class NeighborEmbedding(UnimapEstimator):
 
     def _memory_estimate(self, fit: FitPlan, X: Any) -> MemoryEstimate:
         """The phases' peaks (:func:`unimap.methods.memory_plan.pipeline_estimate`) from the shapes,
-        the plan (the kNN backend the fit's index plans) and the method's
+        the plan (the kNN backend the fit's index plans), the method's affinity stage and its
         :class:`MemoryProfile`."""
         from unimap.neighbors.sparse_rows import keeps_sparse
 
@@ -354,7 +359,8 @@ class NeighborEmbedding(UnimapEstimator):
                else fit._index.planned_method(n))
         spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
-                                 sp.issparse(X), spectral, self._memory_profile(fit, n),
+                                 sp.issparse(X), spectral, self._affinity(fit),
+                                 self._memory_profile(fit, n),
                                  sparse_nnz=X.nnz if sparse else 0)
 
     def _memory_profile(self, fit: FitPlan, n: int) -> MemoryProfile:
@@ -405,6 +411,9 @@ class NeighborEmbedding(UnimapEstimator):
         return fit.graph_
 
     def _resolve(self, n: int) -> FitPlan:
+        raise NotImplementedError
+
+    def _affinity(self, fit: FitPlan) -> Affinity:
         raise NotImplementedError
 
     def _affinities(self, fit, knn_indices, knn_dists):

@@ -22,7 +22,7 @@ same ``random_state`` gives bitwise the same embedding for any ``n_jobs``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from unimap.runtime.params import (
     Options,
     Real,
 )
+
+if TYPE_CHECKING:
+    from unimap.affinity.joint import JointAffinity
 
 __all__ = ["GDR"]
 
@@ -359,14 +362,18 @@ class GDR(UMAPFamily, NeighborEmbedding):
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
         return self._mode.memory_profile(self, fit, n)
 
-    def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity.joint import joint_affinities
+    def _affinity(self, fit) -> JointAffinity:
+        from unimap.affinity.joint import JointAffinity
 
+        mode = self._mode
+        return JointAffinity(mode.affinity, fit.symmetrization_, mode.normalized,
+                             fit.perplexity_)
+
+    def _affinities(self, fit, knn_indices, knn_dists):
         n = knn_indices.shape[0]
         mode = self._mode
-        P = joint_affinities(knn_indices, knn_dists, mode.affinity, fit.symmetrization_,
-                             mode.normalized, fit.perplexity_,
-                             device=fit.devices_["affinities"])
+        P = self._affinity(fit).fit(knn_indices, knn_dists,
+                                    device=fit.devices_["affinities"]).P_
         cut = self._disconnect(P, knn_indices, knn_dists)
         if fit.target is not None:
             cut = self._supervised(fit, cut)

@@ -119,15 +119,10 @@ class UMAPLikeMode(GDRMode):
                 "n_neighbors_": capped_n_neighbors(est.n_neighbors, n, stacklevel=6)}
 
     def memory_profile(self, est, fit, n):
-        from unimap.methods.memory_plan import OPTIMIZER_BYTES
-        from unimap.optimizers.gdr.unnormalized import relabels_for_locality
+        from unimap.optimizers.gdr.unnormalized import gdr_unnormalized_memory
 
-        # P's CSR arrays as int64/int32/float32, float32 positions, velocity, per-thread forces
-        edges = n * fit.n_neighbors_
-        arrays = edges * OPTIMIZER_BYTES["gdr"] + n * est.n_components * 4 * 8
-        if relabels_for_locality(n):  # the relabelled copy of P and its scipy temporaries
-            arrays += edges * (OPTIMIZER_BYTES["gdr_normalized"] - OPTIMIZER_BYTES["gdr"])
-        return MemoryProfile("fuzzy", arrays, "n_neighbors")
+        return MemoryProfile(
+            gdr_unnormalized_memory(n, n * fit.n_neighbors_, est.n_components), "n_neighbors")
 
     def optimizer_on_gpu(self, est, fit):
         from unimap.optimizers.gdr.unnormalized_cuda import supports
@@ -176,12 +171,10 @@ class TSNELikeMode(GDRMode):
                 "n_neighbors_": perplexity_neighbors(perplexity, n - 1) + 1}
 
     def memory_profile(self, est, fit, n):
-        from unimap.methods.memory_plan import OPTIMIZER_BYTES
+        from unimap.optimizers.gdr.normalized import gdr_normalized_memory
 
-        # Z-ordered copies of P (and Pᵀ), float64 positions and gains
-        arrays = (n * fit.n_neighbors_ * OPTIMIZER_BYTES["gdr_normalized"]
-                  + n * est.n_components * 64)
-        return MemoryProfile("perplexity", arrays, "perplexity")
+        return MemoryProfile(
+            gdr_normalized_memory(n, n * fit.n_neighbors_, est.n_components), "perplexity")
 
     def finish_affinities(self, est, fit, P, cut):
         if cut is not P:  # back to a joint probability

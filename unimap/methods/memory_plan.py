@@ -11,47 +11,44 @@ steps whose temporaries are not counted one by one (symmetrization, spectral ini
 epoch bookkeeping) are bytes per kNN edge (n x n_neighbors), measured per phase with
 ``tracemalloc`` (``benchmarks/fit_memory.py``); faiss's allocations are outside
 ``tracemalloc`` and come from the resident-set growth (measured:
-benchmarks/results/fit_memory.md). It lives with the methods because it knows every stage;
-:mod:`unimap.runtime.memory` checks its result.
+benchmarks/results/fit_memory.md). Each stage answers for its own phase: the kNN backend
+(its ``memory_bytes``), the affinity (:meth:`unimap.affinity.stage.Affinity.memory`) and the
+optimizer (its ``*_memory`` function, through the method's :class:`MemoryProfile`);
+:mod:`unimap.runtime.memory` checks the result.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from unimap.neighbors.graph import memory_bytes
-from unimap.optimizers.gradient_descent.repulsion.fft import MAX_NODES_2D
 from unimap.runtime.memory import MemoryEstimate
 
-__all__ = ["MemoryProfile", "pipeline_estimate", "neighbors_bytes", "fft_grid_bytes",
-           "OPTIMIZER_BYTES"]
+if TYPE_CHECKING:
+    from unimap.affinity.stage import Affinity
 
-# bytes per kNN edge (n * n_neighbors): (allocated while the phase runs, kept after it): the
-# measured peaks of the phase's numba kernels (affinity/symmetrize_numba.py) with 20% margin
-# (measured: benchmarks/results/architecture_notes.md).
-AFFINITY_BYTES = {"fuzzy": (44, 28), "perplexity": (48, 14)}
-SPECTRAL_INIT_BYTES = 40
-# The optimizers' own arrays, bytes per kNN edge, set from measured peaks so that the estimate
-# stays above them (measured: benchmarks/results/scale_umap.md, fit_memory.md).
-OPTIMIZER_BYTES = {"umap_sgd": 108, "gdr": 16, "gdr_normalized": 40, "tsne": 8}
+__all__ = ["MemoryProfile", "pipeline_estimate", "neighbors_bytes"]
+
+SPECTRAL_INIT_BYTES = 40  # bytes per kNN edge (n * n_neighbors) of the spectral start
+
 
 class MemoryProfile(NamedTuple):
-    """What a method's own steps allocate (its ``_memory_profile``), for
-    :func:`pipeline_estimate`."""
+    """What a method's optimizer allocates (its ``_memory_profile``, from the optimizer's
+    own ``*_memory`` function), for :func:`pipeline_estimate`."""
 
-    affinity: str  # a key of AFFINITY_BYTES
     optimizer_bytes: int  # the optimizer's own arrays
     k_parameter: str  # the parameter that sets the number of neighbours
     optimizer_advice: str = ""  # what lowers the optimizer's memory, if not k_parameter
 
 
 def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
-                      sparse_input: bool, spectral_init: bool,
+                      sparse_input: bool, spectral_init: bool, affinity: Affinity,
                       profile: MemoryProfile, sparse_nnz: int = 0) -> MemoryEstimate:
     """The phases' peaks of a neighbour embedding's fit (neighbours → affinities → init →
     optimize) on n points of d features, k kNN columns, ``width`` output dimensions, with the
     kNN backend ``knn`` (``"precomputed"``: a given graph; ``"sparse"``: pynndescent on
-    sparse rows of ``sparse_nnz`` stored values) and the method's ``profile``."""
+    sparse rows of ``sparse_nnz`` stored values), the method's ``affinity`` stage (its
+    :meth:`~unimap.affinity.stage.Affinity.memory`) and the method's ``profile``."""
     smaller_k = f"a smaller {profile.k_parameter} (or fewer samples)"
     estimate = MemoryEstimate()
     # the search runs on a dense copy of sparse features (sparse distances stay sparse),
@@ -72,10 +69,10 @@ def pipeline_estimate(n: int, d: int, k: int, width: int, knn: str, metric: str,
         "knn_method='hnsw'" if knn == "exact" else
         f"fewer features (PCA first) or {smaller_k}")
     edges = n * k
-    affinity_peak, affinity_kept = AFFINITY_BYTES[profile.affinity]
-    estimate.phases["affinities"] = knn_kept + edges * affinity_peak
+    affinity_peak, affinity_kept = affinity.memory(edges)
+    estimate.phases["affinities"] = knn_kept + affinity_peak
     estimate.advice["affinities"] = smaller_k
-    kept = knn_kept + edges * affinity_kept + n * width * 8  # and the start layout
+    kept = knn_kept + affinity_kept + n * width * 8  # and the start layout
     spectral = edges * SPECTRAL_INIT_BYTES if spectral_init else 0
     estimate.phases["init"] = kept + spectral
     estimate.advice["init"] = "init='pca'" if spectral else smaller_k
@@ -93,11 +90,3 @@ def neighbors_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[i
     """
     return memory_bytes(method, n, d, k, metric)
 
-
-def fft_grid_bytes(n: int) -> int:
-    """The 2-D FFT workspace of t-SNE's interpolation
-    (``unimap.optimizers.gradient_descent.repulsion.fft._convolve_2d``): 224 bytes per node squared.
-    The grid follows the embedding's span, which is not known before the fit; t-SNE spans grow about
-    like sqrt(n), and the grid is capped at ``MAX_NODES_2D``."""
-    nodes = min(MAX_NODES_2D, 3 * max(50, int(0.75 * n**0.5) + 1))
-    return 224 * nodes * nodes

@@ -10,7 +10,7 @@ phases, momentum and gains (:mod:`unimap.optimizers.gradient_descent.descent`); 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from unimap.runtime.params import (
 )
 from unimap.runtime.threads import adaptive_threads
 from unimap.runtime.validation import check_float, check_int
+
+if TYPE_CHECKING:
+    from unimap.affinity.perplexity import PerplexityAffinity
 
 __all__ = ["TSNE"]
 
@@ -327,24 +330,23 @@ default="pca"
         return self.angle if self.theta is None else self.theta
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.methods.memory_plan import OPTIMIZER_BYTES, fft_grid_bytes
+        from unimap.optimizers.gradient_descent.forces import tsne_forces_memory
 
-        width = self.n_components
-        # float64 position, update, gains and gradient parts; the P arrays in float64
-        arrays = n * width * 8 * 8 + n * fit.n_neighbors_ * OPTIMIZER_BYTES["tsne"]
-        repulsion, advice = 0, ""
-        if fit.method_ == "fft" and width == 2:
-            repulsion, advice = fft_grid_bytes(n), "method='barnes_hut' (no FFT grid)"
-        elif fit.method_ == "barnes_hut":
-            repulsion = n * 2 * 96  # the tree's nodes
-        return MemoryProfile("perplexity", arrays + repulsion, "perplexity", advice)
+        grid = fit.method_ == "fft" and self.n_components == 2
+        return MemoryProfile(
+            tsne_forces_memory(n, n * fit.n_neighbors_, self.n_components, fit.method_),
+            "perplexity", "method='barnes_hut' (no FFT grid)" if grid else "")
+
+    def _affinity(self, fit) -> PerplexityAffinity:
+        from unimap.affinity.perplexity import PerplexityAffinity
+
+        return PerplexityAffinity(fit.perplexity_)
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity.perplexity import perplexity_affinities
-
-        P, fit.sigmas_ = perplexity_affinities(knn_indices, knn_dists, fit.perplexity_,
-                                               device=fit.devices_["affinities"])
-        return P
+        affinity = self._affinity(fit).fit(knn_indices, knn_dists,
+                                           device=fit.devices_["affinities"])
+        fit.sigmas_ = affinity.sigmas_
+        return affinity.P_
 
     def _optimize(self, fit, init, seed):
         from unimap.optimizers.gradient_descent.descent import Phase, gradient_descent

@@ -8,7 +8,7 @@ initialization (:mod:`unimap.initialization`, [0, 10] box) → kernel ``1/(1 + a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from unimap.runtime.params import (
     Options,
     Real,
 )
+
+if TYPE_CHECKING:
+    from unimap.affinity.fuzzy import FuzzyAffinity
 
 __all__ = ["UMAP"]
 
@@ -338,19 +341,22 @@ default="spectral"
             init_=self.init)
 
     def _memory_profile(self, fit, n: int) -> MemoryProfile:
-        from unimap.methods.memory_plan import OPTIMIZER_BYTES
+        from unimap.optimizers.umap_sgd.fit import umap_sgd_fit_memory
 
-        # the SGD's per-edge schedules over the pruned graph, its head/tail/weight arrays
-        sgd = n * fit.n_neighbors_ * OPTIMIZER_BYTES["umap_sgd"] + n * self.n_components * 16
-        return MemoryProfile("fuzzy", sgd, "n_neighbors")
+        return MemoryProfile(umap_sgd_fit_memory(n, n * fit.n_neighbors_, self.n_components),
+                             "n_neighbors")
+
+    def _affinity(self, fit) -> FuzzyAffinity:
+        from unimap.affinity.fuzzy import FuzzyAffinity
+
+        return FuzzyAffinity(self.local_connectivity, self.set_op_mix_ratio)
 
     def _affinities(self, fit, knn_indices, knn_dists):
-        from unimap.affinity.fuzzy import fuzzy_simplicial_set
         from unimap.optimizers.umap_sgd.common import prune_graph
 
-        graph, fit.sigmas_, fit.rhos_ = fuzzy_simplicial_set(
-            knn_indices, knn_dists, None, self.local_connectivity, self.set_op_mix_ratio,
-            device=fit.devices_["affinities"])
+        affinity = self._affinity(fit).fit(knn_indices, knn_dists,
+                                           device=fit.devices_["affinities"])
+        graph, fit.sigmas_, fit.rhos_ = affinity.P_, affinity.sigmas_, affinity.rhos_
         graph = self._disconnect(graph, knn_indices, knn_dists)
         graph = self._supervised(fit, graph)
         fit.pruned_graph = prune_graph(graph, fit.n_epochs_)

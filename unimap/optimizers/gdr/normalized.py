@@ -18,7 +18,19 @@ import scipy.sparse as sp
 
 from unimap.runtime.ordering import in_input_order, locality_order
 
-__all__ = ["gdr_normalized", "DECAY_FRACTION", "CENTER_EVERY", "INITIAL_MOMENTUM"]
+__all__ = ["gdr_normalized", "gdr_normalized_memory", "DECAY_FRACTION", "CENTER_EVERY",
+           "INITIAL_MOMENTUM"]
+
+BYTES_PER_EDGE = 40
+"""The Z-ordered copies of P (and Pᵀ), bytes per kNN edge (measured:
+benchmarks/results/fit_memory.md)."""
+
+
+def gdr_normalized_memory(n_samples: int, n_edges: int, n_components: int) -> int:
+    """Bytes :func:`gdr_normalized` allocates for a fit of ``n_samples`` points, ``n_edges``
+    kNN edges (n × k) and ``n_components`` dimensions: the copies of P, float64 positions and
+    gains."""
+    return n_edges * BYTES_PER_EDGE + n_samples * n_components * 64
 
 # Sampled forces are noisy: decaying the step over the last third (Robbins-Monro) lets the
 # points settle instead of jittering at the scale of the fine structure.

@@ -22,8 +22,25 @@ from unimap.optimizers.schedule import linear_decay
 from unimap.runtime.ordering import in_input_order, locality_order
 from unimap.runtime.threads import adaptive_threads, epoch_threads, numba_threads, spread_threads
 
-__all__ = ["gdr_unnormalized", "unnormalized_full_batch", "relabels_for_locality",
-           "FULL_BATCH_CLIP", "EPOCH_CHUNK"]
+__all__ = ["gdr_unnormalized", "gdr_unnormalized_memory", "unnormalized_full_batch",
+           "relabels_for_locality", "FULL_BATCH_CLIP", "EPOCH_CHUNK"]
+
+BYTES_PER_EDGE = 16
+"""P's CSR arrays as int64/int32/float32, bytes per kNN edge (measured:
+benchmarks/results/fit_memory.md)."""
+RELABELLED_BYTES_PER_EDGE = 24
+"""The relabelled copy of P and its scipy temporaries, above :data:`BYTES_PER_EDGE`."""
+
+
+def gdr_unnormalized_memory(n_samples: int, n_edges: int, n_components: int) -> int:
+    """Bytes :func:`gdr_unnormalized` allocates for a fit of ``n_samples`` points,
+    ``n_edges`` kNN edges (n × k) and ``n_components`` dimensions: P's arrays, float32
+    positions, velocity and per-thread forces, and the relabelled P where the fit is
+    relabelled (:func:`relabels_for_locality`)."""
+    arrays = n_edges * BYTES_PER_EDGE + n_samples * n_components * 4 * 8
+    if relabels_for_locality(n_samples):
+        arrays += n_edges * RELABELLED_BYTES_PER_EDGE
+    return arrays
 
 
 def relabels_for_locality(n_rows: int) -> bool:

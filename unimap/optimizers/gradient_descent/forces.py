@@ -22,7 +22,27 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["RepulsionParams", "repulsion", "kl_divergence", "TSNEForces"]
+__all__ = ["RepulsionParams", "repulsion", "kl_divergence", "TSNEForces", "tsne_forces_memory"]
+
+BYTES_PER_EDGE = 8
+"""The optimizer's copies of P, bytes per kNN edge (measured: benchmarks/results/fit_memory.md)."""
+BH_BYTES_PER_POINT = 2 * 96  # the Barnes-Hut tree's nodes
+
+
+def tsne_forces_memory(n_samples: int, n_edges: int, n_components: int, method: str) -> int:
+    """Bytes a t-SNE gradient descent allocates for ``n_samples`` points, ``n_edges`` kNN
+    edges (n × k), ``n_components`` dimensions and the repulsion ``method``: float64
+    position, update, gains and gradient parts, the copies of P, and the repulsion's FFT
+    grid (2-D, :func:`unimap.optimizers.gradient_descent.repulsion.fft.grid_bytes`) or
+    Barnes-Hut tree."""
+    arrays = n_samples * n_components * 8 * 8 + n_edges * BYTES_PER_EDGE
+    if method == "fft" and n_components == 2:
+        from unimap.optimizers.gradient_descent.repulsion.fft import grid_bytes
+
+        arrays += grid_bytes(n_samples)
+    elif method == "barnes_hut":
+        arrays += n_samples * BH_BYTES_PER_POINT
+    return arrays
 
 
 @dataclass(frozen=True)

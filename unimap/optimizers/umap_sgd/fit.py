@@ -27,7 +27,19 @@ from unimap.runtime.ordering import in_input_order, locality_order, relabelled
 from unimap.runtime.threads import PARALLEL_MIN_ROWS
 from unimap.runtime.validation import check_int
 
-__all__ = ["umap_sgd_fit", "DensityPlan"]
+__all__ = ["umap_sgd_fit", "umap_sgd_fit_memory", "DensityPlan"]
+
+BYTES_PER_EDGE = 108
+"""The SGD's per-edge schedules over the pruned graph and its head/tail/weight arrays, bytes
+per kNN edge, set from measured peaks so that the estimate stays above them (measured:
+benchmarks/results/scale_umap.md, fit_memory.md; its history: architecture_notes.md)."""
+
+
+def umap_sgd_fit_memory(n_samples: int, n_edges: int, n_components: int) -> int:
+    """Bytes :func:`umap_sgd_fit` allocates for a fit of ``n_samples`` points, ``n_edges``
+    kNN edges (n × k) and ``n_components`` dimensions (the memory estimate's optimizer
+    phase)."""
+    return n_edges * BYTES_PER_EDGE + n_samples * n_components * 16
 
 
 def umap_sgd_fit(

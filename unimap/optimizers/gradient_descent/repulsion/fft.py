@@ -58,6 +58,15 @@ MAX_NODES_1D = 1 << 20  # interpolation nodes, 1-D (memory is no concern there)
 N_SCATTER_GROUPS = 64  # groups of box rows in the parallel scatter; only load balancing
 
 
+def grid_bytes(n_samples: int) -> int:
+    """The 2-D FFT workspace of a t-SNE fit of ``n_samples`` points (:func:`_convolve_2d`),
+    for the memory estimate: 224 bytes per node squared. The grid follows the embedding's
+    span, which is not known before the fit; t-SNE spans grow about like sqrt(n) (MNIST-70k:
+    about 200), and the grid is capped at ``MAX_NODES_2D``."""
+    nodes = min(MAX_NODES_2D, 3 * max(50, int(0.75 * n_samples**0.5) + 1))
+    return 224 * nodes * nodes
+
+
 class FFTWorkspace:
     """Buffers that :func:`fft_repulsion` reuses from one call to the next.
 
