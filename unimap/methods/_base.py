@@ -22,21 +22,7 @@ from unimap.affinity.stage import Affinity
 from unimap.methods._estimator import PhaseTimer, UnimapEstimator
 from unimap.methods.memory_plan import MemoryProfile, pipeline_estimate
 from unimap.methods.plan import FitPlan
-from unimap.neighbors.graph import METHODS, METRICS
-from unimap.runtime.device import DEVICES
 from unimap.runtime.memory import MemoryEstimate, check_memory, input_copy_estimate
-from unimap.runtime.params import (
-    AnyOf,
-    ArrayLike,
-    Boolean,
-    Integer,
-    IsCallable,
-    Jobs,
-    MemorySize,
-    Optional,
-    Options,
-    Seed,
-)
 from unimap.runtime.random_streams import FitStreams, seed_from_random_state
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
 from unimap.runtime.validation import (
@@ -45,21 +31,7 @@ from unimap.runtime.validation import (
     is_dask_collection,
 )
 
-__all__ = ["NeighborEmbedding", "PIPELINE_CONSTRAINTS"]
-
-
-PIPELINE_CONSTRAINTS = {
-    "n_components": Integer(1),
-    "metric": AnyOf(Options(*METRICS), IsCallable()),
-    "random_state": Seed(),
-    "n_jobs": Jobs(),
-    "knn_method": Options(*METHODS),
-    "precomputed_knn": Optional(ArrayLike()),
-    "max_memory": MemorySize(),
-    "verbose": AnyOf(Boolean(), Integer(0)),  # umap-learn's bool, scikit-learn's levels
-    "device": Options(*DEVICES),
-}
-"""The constraints of the parameters every neighbour embedding has (the shared pipeline's)."""
+__all__ = ["NeighborEmbedding"]
 
 
 class NeighborEmbedding(UnimapEstimator):

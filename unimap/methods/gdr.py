@@ -27,12 +27,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from unimap.methods import gdr_modes
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import NeighborEmbedding
 from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.parameters import (
+    PIPELINE,
+    SUPERVISION,
+    document_shared,
+    shared_constraints,
+)
 from unimap.methods.plan import GDRPlan
 from unimap.methods.registry import built_in
-from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.methods.umap_defaults import check_kernel_params
 from unimap.runtime.params import (
     MAX_ITERATIONS,
@@ -53,6 +58,7 @@ __all__ = ["GDR"]
 
 
 
+@document_shared
 class GDR(UMAPFamily, NeighborEmbedding):
     """GDR: UMAP-like or t-SNE-like embeddings from one full-batch optimizer linear in the edges.
 
@@ -60,10 +66,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
     ----------
     n_neighbors : int, default=15
         Neighbours (the point itself included) of the fuzzy graph, ``normalized=False``.
-    n_components : int, default=2
-    metric : str or callable, default="euclidean"
-        Any metric of :class:`unimap.UMAP`, a user-defined one included (``"precomputed"``:
-        a square distance matrix).
+    {shared: n_components, metric}
     metric_kwds : dict, optional
         The metric's parameters: ``{"p": 3}`` for minkowski.
     normalized : bool, default=False
@@ -131,45 +134,8 @@ class GDR(UMAPFamily, NeighborEmbedding):
         Default: "spectral" when not normalized (scaled into a [0, 10] box), "pca" when
         normalized (scaled to standard deviation 1e-4; "spectral" for precomputed distances).
         An array is used as given.
-    target_metric : {"categorical", "euclidean", "l2", "manhattan", "l1"}, default="categorical"
-        How ``y`` of ``fit(X, y)`` is read (umap-learn's meaning): class labels
-        (``-1``, NaN or None: unlabelled, for semi-supervised fits), or numeric targets of
-        shape (n_samples,) or (n_samples, n_targets) whose own kNN graph is intersected with
-        the data's.
-    target_weight : float in [0, 1], default=0.5
-        How much the labels count against the data: 0 keeps the data's graph nearly as it
-        is, 1 separates the classes as far as they go.
-    target_n_neighbors : int, default=-1
-        Neighbours of a numeric target's graph (-1: ``n_neighbors``).
-    disconnection_distance : float, optional
-        Edges of the neighbour graph at least this far apart are removed (umap-learn's
-        parameter; :mod:`unimap.affinity.disconnect`), also between new points and the
-        training points in ``transform``. Default: the largest distance of the bounded
-        metrics (2 for cosine and correlation, 1 for hellinger, jaccard and dice), where an
-        edge joins points with nothing in common; no cut for the others. Each point's scale is
-        still calibrated on all of its neighbours.
-    unique : bool, default=False
-        Fit on the distinct rows only and give each duplicate its row's position
-        (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
-        many repeated rows otherwise make kNN graphs of identical points.
-    random_state : int, numpy Generator or None, default=None
-    n_jobs : int, default=-1
-        Threads (-1: all cores). Does not change the result.
-    knn_method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
-    precomputed_knn : tuple (indices, distances), optional
-        A kNN graph of ``X`` with shape (n_samples, >= ``n_neighbors_``) each, column 0 the
-        point itself; skips the neighbour search (``transform`` is then unavailable).
-    max_memory : "available", int, str or None, default="available"
-        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
-        before the large allocations, with the estimate and the parameter that lowers it:
-        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
-        is bytes, a string a size such as ``"8GB"``; None turns the check off.
-    verbose : bool, default=False
-        Show the phases as for UMAP.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
-        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
-        present. Inputs and outputs stay NumPy arrays on the host.
+    {shared: target_metric, target_weight, target_n_neighbors, disconnection_distance, unique}
+    {shared: random_state, n_jobs, knn_method, precomputed_knn, max_memory, verbose, device}
 
     Attributes
     ----------
@@ -236,7 +202,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
 
     declaration = built_in("GDR")
     _parameter_constraints = {
-        **PIPELINE_CONSTRAINTS,
+        **shared_constraints(*PIPELINE),
         "metric_kwds": Optional(Dict()),
         "n_neighbors": Integer(2),
         "normalized": Boolean(),
@@ -256,9 +222,7 @@ class GDR(UMAPFamily, NeighborEmbedding):
         "momentum": Optional(Real(0.0, 1.0, high_inclusive=False)),
         "repulsion_strength": Real(0.0),
         "init": Optional(AnyOf(Options("spectral", "pca", "random"), ArrayLike())),
-        **SUPERVISION_CONSTRAINTS,
-        "disconnection_distance": Optional(Real(0.0, low_inclusive=False)),
-        "unique": Boolean(),
+        **shared_constraints(*SUPERVISION, "disconnection_distance", "unique"),
     }
 
     def __init__(

@@ -15,9 +15,9 @@ import scipy.sparse as sp
 
 from unimap.decomposition.pca import SOLVERS, fit_pca, project
 from unimap.methods._estimator import UnimapEstimator
+from unimap.methods.parameters import shared_constraints
 from unimap.methods.registry import built_in
-from unimap.runtime.device import DEVICES
-from unimap.runtime.params import Boolean, Integer, Options, Seed
+from unimap.runtime.params import Boolean, Integer, Options
 from unimap.runtime.random_streams import seed_from_random_state
 from unimap.runtime.validation import check_array, check_int, is_dask_collection
 
@@ -100,12 +100,11 @@ class PCA(UnimapEstimator):
 
     declaration = built_in("PCA")
     _parameter_constraints = {
-        "n_components": Integer(1),
+        # the same checks as the neighbour embeddings'; the docs differ (PCA's meaning)
+        **shared_constraints("n_components", "random_state", "device"),
         "svd_solver": Options(*SOLVERS),
         "whiten": Boolean(),
         "n_iter": Integer(0, 1_000),  # power iterations
-        "random_state": Seed(),
-        "device": Options(*DEVICES),
     }
     _fitted_attribute = "components_"
 

@@ -13,17 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.affinity.supervised import TARGET_METRICS
-from unimap.runtime.params import Integer, Options, Real
-
-__all__ = ["SUPERVISION_CONSTRAINTS", "check_target", "supervised_graph"]
-
-SUPERVISION_CONSTRAINTS = {
-    "target_metric": Options(*TARGET_METRICS),
-    "target_weight": Real(0.0, 1.0),
-    "target_n_neighbors": Integer(-1),
-}
-"""The constraints of the supervision parameters (UMAP and GDR)."""
+__all__ = ["check_target", "supervised_graph"]
 
 _NUMERIC_METRIC = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "manhattan",
                    "l1": "manhattan"}

@@ -15,8 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from unimap import placement
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import NeighborEmbedding
 from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.parameters import (
+    PIPELINE,
+    document_shared,
+    shared_constraints,
+)
 from unimap.methods.plan import TSNEPlan
 from unimap.methods.registry import built_in
 from unimap.runtime.guards import TSNE_CAUSES
@@ -45,14 +50,14 @@ __all__ = ["TSNE"]
 FFT_MIN_SAMPLES = 10_000
 
 
+@document_shared
 class TSNE(NeighborEmbedding):
     """t-distributed Stochastic Neighbor Embedding.
 
     Parameters
     ----------
-    n_components : int, default=2
-        Dimension of the embedding: 1 or 2 with ``"fft"``, 2 or 3 with ``"barnes_hut"``, any
-        with ``"exact"``.
+    {shared: n_components}
+        With ``method="fft"`` 1 or 2, with ``"barnes_hut"`` 2 or 3, with ``"exact"`` any.
     perplexity : float, default=30.0
         Effective number of neighbours; P uses the ``⌊3·perplexity⌋`` nearest neighbours.
         Lowered (with a warning, recorded in ``perplexity_``) when the data has too few points.
@@ -102,9 +107,7 @@ class TSNE(NeighborEmbedding):
     n_interpolation_points, min_num_intervals, ints_in_interval : int, int, float
         FFT grid: nodes per interval (3), minimum intervals per dimension (50), embedding
         units per interval (1.0); as in FIt-SNE / openTSNE.
-    metric : str or callable, default="euclidean"
-        Any metric of :class:`unimap.UMAP`, a user-defined one included (``"precomputed"``:
-        a square distance matrix).
+    {shared: metric}
     metric_params : dict, optional
         The metric's parameters (scikit-learn's name): ``{"p": 3}`` for minkowski.
     init : {"pca", "random", "spectral"} or ndarray of shape (n_samples, n_components), \
@@ -114,33 +117,19 @@ default="pca"
     dof : float, default=1.0
         Degrees of freedom α of the kernel ``(1 + d²/α)^-α``; 1 is t-SNE's Cauchy kernel,
         smaller values give heavier tails and finer clusters (Kobak et al. 2019).
-    random_state : int, numpy Generator or None, default=None
-    n_jobs : int, default=-1
-        Threads (-1: all cores). Does not change the result.
-    knn_method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
-    precomputed_knn : tuple (indices, distances), optional
-        A kNN graph of ``X`` with shape (n_samples, >= ⌊3·perplexity⌋ + 1) each, column 0
-        the point itself; skips the neighbour search (``transform`` is then unavailable).
+    {shared: random_state, n_jobs, knn_method, precomputed_knn}
+        Here ``n_neighbors_`` is ⌊3·perplexity⌋ + 1.
     callback : callable ``(iteration, kl_divergence, embedding) -> bool``, optional
         Called every ``callback_every`` iterations; returning True stops the optimization.
     callback_every : int, default=50
-    max_memory : "available", int, str or None, default="available"
-        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
-        before the large allocations, with the estimate and the parameter that lowers it:
-        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
-        is bytes, a string a size such as ``"8GB"``; None turns the check off.
-    verbose : bool or int, default=False
-        Show the phases as for UMAP, and KL(P‖Q) every 50 iterations (any true value;
-        scikit-learn's integer levels are taken). During early exaggeration the KL is
-        marked ``(early exaggeration x12)``: it is the KL of the plain P, which stays high
-        while the gradient pulls with the exaggerated one and drops when that ends.
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
-        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
-        present. Inputs and outputs stay NumPy arrays on the host. On the GPU the optimizer
-        sums the repulsion exactly over all pairs (2-D, ``dof=1``, up to 200,000 points,
-        ``method`` "auto" or "exact"; ``method_`` is then ``"exact"``); otherwise it runs on
-        the CPU, with a warning.
+    {shared: max_memory, verbose}
+        With it, KL(P‖Q) every 50 iterations. During early exaggeration the KL is marked
+        ``(early exaggeration x12)``: it is the KL of the plain P, which stays high while
+        the gradient pulls with the exaggerated one and drops when that ends.
+    {shared: device}
+        On the GPU the optimizer sums the repulsion exactly over all pairs (2-D, ``dof=1``,
+        up to 200,000 points, ``method`` "auto" or "exact"; ``method_`` is then ``"exact"``);
+        otherwise it runs on the CPU, with a warning.
 
     Attributes
     ----------
@@ -199,7 +188,7 @@ default="pca"
     _STEP_UNIT = "iteration"
     declaration = built_in("TSNE")
     _parameter_constraints = {
-        **PIPELINE_CONSTRAINTS,
+        **shared_constraints(*PIPELINE),
         "metric_params": Optional(Dict()),
         "perplexity": Real(0.0, low_inclusive=False),
         "early_exaggeration": Real(0.0, low_inclusive=False),

@@ -12,12 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from unimap.methods._base import PIPELINE_CONSTRAINTS, NeighborEmbedding
+from unimap.methods._base import NeighborEmbedding
 from unimap.methods._umap_family import UMAPFamily
 from unimap.methods.memory_plan import MemoryProfile
+from unimap.methods.parameters import (
+    PIPELINE,
+    SUPERVISION,
+    document_shared,
+    shared_constraints,
+)
 from unimap.methods.plan import UMAPPlan
 from unimap.methods.registry import built_in
-from unimap.methods.supervision import SUPERVISION_CONSTRAINTS
 from unimap.methods.umap_defaults import (
     DENSMAP_EXTRA_EPOCHS,
     capped_n_neighbors,
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UMAP"]
 
+@document_shared
 class UMAP(UMAPFamily, NeighborEmbedding):
     """Uniform Manifold Approximation and Projection.
 
@@ -58,16 +64,7 @@ class UMAP(UMAPFamily, NeighborEmbedding):
     ----------
     n_neighbors : int, default=15
         Size of the local neighbourhood (the point itself included), in ``[2, n_samples]``.
-    n_components : int, default=2
-        Dimension of the embedding.
-    metric : str or callable, default="euclidean"
-        Input-space metric: ``"euclidean"``, ``"cosine"``, ``"correlation"``,
-        ``"manhattan"``, ``"chebyshev"``, ``"minkowski"``, ``"canberra"``, ``"braycurtis"``,
-        ``"hamming"``, ``"jaccard"``, ``"dice"``, ``"hellinger"``, ``"haversine"``,
-        ``"sqeuclidean"`` (umap-learn's aliases such as ``"l1"`` and ``"l2"`` too;
-        :mod:`unimap.neighbors.metrics`), or ``"precomputed"``: ``X`` is a square distance
-        matrix; or a user-defined metric, a function of two rows (1-D float32 arrays)
-        returning their distance, compiled by numba (``@numba.njit``, or compiled here).
+    {shared: n_components, metric}
         The general and user-defined metrics are searched exactly up to 4,096 points and by
         pynndescent beyond (``pip install 'unimap[nndescent]'``). A model with a
         user-defined metric pickles but cannot be ``save``-d.
@@ -97,27 +94,7 @@ default="spectral"
         Negative samples per positive sample.
     a, b : float, optional
         Kernel parameters; default: fitted from ``min_dist`` and ``spread``.
-    target_metric : {"categorical", "euclidean", "l2", "manhattan", "l1"}, default="categorical"
-        How ``y`` of ``fit(X, y)`` is read (umap-learn's meaning): class labels
-        (``-1``, NaN or None: unlabelled, for semi-supervised fits), or numeric targets of
-        shape (n_samples,) or (n_samples, n_targets) whose own kNN graph is intersected with
-        the data's.
-    target_weight : float in [0, 1], default=0.5
-        How much the labels count against the data: 0 keeps the data's graph nearly as it
-        is, 1 separates the classes as far as they go.
-    target_n_neighbors : int, default=-1
-        Neighbours of a numeric target's graph (-1: ``n_neighbors``).
-    disconnection_distance : float, optional
-        Edges of the neighbour graph at least this far apart are removed (umap-learn's
-        parameter; :mod:`unimap.affinity.disconnect`), also between new points and the
-        training points in ``transform``. Default: the largest distance of the bounded
-        metrics (2 for cosine and correlation, 1 for hellinger, jaccard and dice), where an
-        edge joins points with nothing in common; no cut for the others. Each point's scale is
-        still calibrated on all of its neighbours.
-    unique : bool, default=False
-        Fit on the distinct rows only and give each duplicate its row's position
-        (umap-learn's parameter; ``unique_inverse_`` maps rows to distinct rows). Data with
-        many repeated rows otherwise make kNN graphs of identical points.
+    {shared: target_metric, target_weight, target_n_neighbors, disconnection_distance, unique}
     densmap : bool, default=False
         densMAP (Narayan, Berger & Cho 2021; umap-learn's ``densmap``): the last
         ``dens_frac`` of the epochs also pull each point's local radius in the embedding
@@ -143,28 +120,7 @@ default="spectral"
         Also compute the log local radii of the data and of the embedding (``rad_orig_``,
         ``rad_emb_``); ``fit_transform`` then returns ``(embedding, rad_orig, rad_emb)`` as
         umap-learn's does.
-    random_state : int, numpy Generator or None, default=None
-        Seed of every random choice (kNN backend, initialization, negative sampling).
-    n_jobs : int, default=-1
-        Threads (-1: all cores). Does not change the result.
-    knn_method : {"auto", "exact", "hnsw", "nndescent"}, default="auto"
-        Nearest-neighbour backend (see :mod:`unimap.neighbors.graph`).
-    precomputed_knn : tuple (indices, distances), optional
-        A kNN graph of ``X`` with shape (n_samples, >= n_neighbors) each, column 0 the point
-        itself; skips the neighbour search (``transform`` is then unavailable).
-    max_memory : "available", int, str or None, default="available"
-        Refuse a fit whose estimated peak memory (``memory_estimate_``) exceeds this limit,
-        before the large allocations, with the estimate and the parameter that lowers it:
-        ``"available"`` is the memory the system has free (Linux; no check elsewhere), a number
-        is bytes, a string a size such as ``"8GB"``; None turns the check off.
-    verbose : bool, default=False
-        Show a progress bar per phase and a line per finished phase with its time, then a
-        summary, on stderr (through the ``unimap`` logger when logging shows INFO;
-        :mod:`unimap.runtime.progress`).
-    device : {"auto", "cpu", "cuda"}, default="auto"
-        Where the phases with CUDA kernels run (:mod:`unimap.runtime.device`): ``"cuda"`` on the GPU
-        (an error if none is usable), ``"auto"`` there when the ``gpu`` extra and a GPU are
-        present. Inputs and outputs stay NumPy arrays on the host.
+    {shared: random_state, n_jobs, knn_method, precomputed_knn, max_memory, verbose, device}
 
     Attributes
     ----------
@@ -224,7 +180,7 @@ default="spectral"
 
     declaration = built_in("UMAP")
     _parameter_constraints = {
-        **PIPELINE_CONSTRAINTS,
+        **shared_constraints(*PIPELINE),
         "metric_kwds": Optional(Dict()),
         "n_neighbors": Integer(2),
         "n_epochs": Optional(Integer(1, MAX_ITERATIONS)),
@@ -238,9 +194,7 @@ default="spectral"
         "negative_sample_rate": Real(0.0, low_inclusive=False),
         "a": Optional(Real(0.0, low_inclusive=False)),
         "b": Optional(Real(0.0, low_inclusive=False)),
-        **SUPERVISION_CONSTRAINTS,
-        "disconnection_distance": Optional(Real(0.0, low_inclusive=False)),
-        "unique": Boolean(),
+        **shared_constraints(*SUPERVISION, "disconnection_distance", "unique"),
         "densmap": Boolean(),
         "dens_lambda": Real(0.0),
         "dens_frac": Real(0.0, 1.0),
