@@ -479,12 +479,164 @@ Y0 = rng.standard_normal((n, 2)).astype(np.float32)
 bad = (edges[0], edges[1], edges[2].copy())
 bad[2][edges[0][5]:edges[0][6]] = np.nan  # row 5's weights: its own forces go NaN
 try:
-    unnormalized_full_batch(Y0, bad, empty, 2.0, 3, 1.58, 0.9, 7, 1.0, 0.5, 5.0, 0.01,
+    unnormalized_full_batch(Y0, bad, empty, 2.0, 1, 1.58, 0.9, 7, 1.0, 0.5, 5.0, 0.01,
                             guard=FiniteGuard("GDR", "causes"), device="cuda")
 except NonFiniteError as exc:
     print(exc)
 """)
+    # One epoch: the simulator runs the CPU-compiled row code, whose division by zero raises
+    # on a NaN start where a GPU would go on; the guard's reads every few epochs are tested
+    # below.
     assert "the forces became NaN or infinite at epoch 1 (first in row 5, 1 rows" in out
+
+
+def test_the_guard_reads_its_flag_every_few_epochs_and_names_them():
+    out = run_simulated("""
+import numpy as np
+from numba import cuda
+from unimap.runtime.common_cuda import GUARD_EVERY, DeviceGuard
+from unimap.runtime.guards import FiniteGuard, NonFiniteError
+Y = np.ones((20, 2), np.float32)
+for first_bad, n_epochs in ((13, 25), (None, 25), (21, 23)):
+    d_Y = cuda.to_device(Y)
+    guard = DeviceGuard(FiniteGuard("GDR", "causes"), 20)
+    try:
+        for epoch in range(n_epochs):
+            if epoch == first_bad:
+                d_Y.copy_to_device(np.where(np.arange(20)[:, None] == 7, np.nan, Y)
+                                   .astype(np.float32))
+            guard.check(epoch, d_Y)
+        guard.close()
+        print("finished", guard.reads)
+    except NonFiniteError as exc:
+        print(guard.reads, exc)
+print(GUARD_EVERY)
+""")
+    caught_late, clean, caught_at_close, every = out.strip().splitlines()
+    assert every == "10"
+    # NaN from epoch 14: found at the read after epoch 20, naming the epochs since the last
+    assert caught_late.startswith("2 GDR: the embedding became NaN or infinite between "
+                                  "epochs 11 and 20 (first in row 7, 1 rows")
+    assert clean == "finished 3"  # reads after epochs 10 and 20, and the close after 25
+    assert caught_at_close.startswith("3 GDR: the embedding became NaN or infinite between "
+                                      "epochs 21 and 23")
+
+
+def test_the_cooperative_launch_uses_the_kernels_own_cached_dispatcher(monkeypatch):
+    # numba-cuda's ``specialize`` makes a dispatcher without the disk cache (a compile in every
+    # process); the launcher compiles through the kernel's own dispatcher, whose ``compile``
+    # loads from the disk cache, once per fit, and launches the dispatcher itself.
+    from unimap.optimizers.umap_sgd import epochs_cuda
+    from unimap.runtime import common_cuda
+
+    class Dispatcher:
+        def __init__(self):
+            self.compiled, self.launches = [], []
+
+        def typeof_pyval(self, value):
+            return type(value).__name__
+
+        def compile(self, argtypes):
+            self.compiled.append(argtypes)
+            return type("Kernel", (), {"max_cooperative_grid_blocks":
+                                       lambda self, threads: 3})()
+
+        def specialize(self, *args):
+            raise AssertionError("specialize bypasses the disk cache")
+
+        def __getitem__(self, config):
+            return lambda *args: self.launches.append((config, args))
+
+    kernel = Dispatcher()
+    monkeypatch.setattr(common_cuda, "simulated", lambda: False)
+    monkeypatch.setattr(epochs_cuda, "_sgd_epoch_2d", kernel)
+    monkeypatch.setattr(epochs_cuda, "cuda", type("FakeCuda", (), {
+        "device_array_like": staticmethod(np.empty_like)}))
+    class OnDevice(np.ndarray):  # a host array standing in for a device one
+        def copy_to_host(self):
+            return np.asarray(self)
+
+    monkeypatch.setattr(epochs_cuda, "to_device", lambda *arrays: [a.view(OnDevice)
+                                                                   for a in arrays])
+    monkeypatch.setattr(epochs_cuda, "check_device_memory", lambda *args: None)
+    monkeypatch.setattr(epochs_cuda, "DeviceGuard", lambda guard, n: type(
+        "NoGuard", (), {"check": lambda *a, **k: None, "close": lambda self: None})())
+    heads = np.arange(5000, dtype=np.int32)
+    schedule = tuple(np.zeros(5000) for _ in range(4))
+    emb = np.zeros((5000, 2), np.float32)
+    epochs_cuda.umap_sgd_fit_cuda(emb, (heads, heads, np.array([0, 5000])), schedule, 4,
+                                  np.float32(1.5), np.float32(0.9), np.float32(1.0),
+                                  np.uint64(3), [np.float32(1.0)] * 4)
+    assert len(kernel.compiled) == 1  # once per fit, not per epoch
+    assert len(kernel.compiled[0]) == 15 and kernel.compiled[0][-5:] == (
+        "int64", "float32", "float32", "float32", "float32")
+    # 5,000 edges need 20 blocks of 256 threads; 3 are resident at once
+    assert [config for config, _ in kernel.launches] == [(3, common_cuda.THREADS_PER_BLOCK)] * 4
+    assert [int(args[10]) for _, args in kernel.launches] == [0, 1, 2, 3]  # each epoch's
+
+
+SYNCS_AND_LAUNCHES = """
+import numpy as np, scipy.sparse as sp
+from numba.cuda.simulator import kernel as simulated_kernel
+from numba.cuda.simulator.cudadrv import devicearray
+counts = {"syncs": 0, "launches": 0}
+_copy, _call = devicearray.FakeCUDAArray.copy_to_host, simulated_kernel.FakeCUDAKernel.__call__
+def counted_copy(self, *args, **kwargs):
+    counts["syncs"] += 1
+    return _copy(self, *args, **kwargs)
+def counted_call(self, *args):
+    if not self._device:
+        counts["launches"] += 1
+    return _call(self, *args)
+devicearray.FakeCUDAArray.copy_to_host = counted_copy
+simulated_kernel.FakeCUDAKernel.__call__ = counted_call
+def per_epoch(run, short, long):
+    before = dict(counts); run(short); mid = dict(counts); run(long)
+    first = {k: mid[k] - before[k] for k in counts}
+    second = {k: counts[k] - mid[k] for k in counts}
+    return tuple((second[k] - first[k]) / (long - short) for k in ("syncs", "launches"))
+"""
+
+
+@pytest.mark.slow  # 20-70 s in the simulator: CI runs it in its GPU step
+def test_host_syncs_and_launches_per_epoch_are_counted_and_few():
+    # Each optimizer run for two epoch counts: the difference per epoch is what an epoch costs
+    # beyond the fixed set-up (uploads, the final copy). One host read of the guard's flag
+    # every GUARD_EVERY = 10 epochs (0.1 syncs per epoch), and no other sync: Z and 1/Z stay
+    # on the device. Launches: the epoch's kernels and one flag kernel per guarded array.
+    out = run_simulated(EDGES + SYNCS_AND_LAUNCHES + """
+from unimap.optimizers.gdr.forces import SampledForces
+from unimap.optimizers.gdr.normalized_cuda import gradient_descent_cuda as normalized_cuda
+from unimap.optimizers.gradient_descent.descent import MAX_STEP_NORM, MIN_GAIN, Phase
+from unimap.optimizers.gradient_descent.tsne_cuda import gradient_descent_cuda as tsne_cuda
+from unimap.optimizers.umap_sgd.fit import umap_sgd_fit
+from unimap.runtime.guards import FiniteGuard
+guard = lambda: FiniteGuard("test", "causes")
+Y0 = rng.standard_normal((n, 2)).astype(np.float32)
+S = (P + P.T).tocsr()
+sym = (S.indptr.astype(np.int64), S.indices.astype(np.int32), S.data.astype(np.float32))
+J = (S / S.sum()).tocsr()
+rows = {
+    "gdr": lambda e: unnormalized_full_batch(Y0, edges, empty, 2.0, e, 1.58, 0.9, 7, 1.0, 0.5,
+                                             5.0, 0.01, guard=guard(), device="cuda"),
+    "gdr-normalized": lambda e: normalized_cuda(
+        Y0, SampledForces(sym, empty, 2.0, n, 2, 1.0, 1.0, 1.0, 5.0, 5.0, 0, True, 9),
+        [Phase(e, 4.0, 0.5, 20.0)], MIN_GAIN, MAX_STEP_NORM, 1000, guard=guard()),
+    "tsne": lambda e: tsne_cuda(Y0, J, [Phase(e, 12.0, 0.5, 10.0)], 0.01, None, 5.0,
+                                center_every=1000, guard=guard()),
+    "umap": lambda e: umap_sgd_fit(Y0, S, n_epochs=e, a=1.58, b=0.9, seed=3, guard=guard(),
+                                   device="cuda"),
+}
+for name, run in rows.items():
+    print(name, *per_epoch(run, 10, 30))
+""")
+    found = {line.split()[0]: tuple(map(float, line.split()[1:])) for line in
+             out.strip().splitlines()}
+    # launches: GDR the epoch and 2 flags (Y, forces); GDR(normalized) zero, draw, forces,
+    # 2 sums, step and 4 flags (Y, A, R, 1/Z); TSNE forces, 2 sums, step and 4 flags; UMAP
+    # the cooperative epoch and 1 flag
+    assert found == {"gdr": (0.1, 3.0), "gdr-normalized": (0.1, 10.0), "tsne": (0.1, 8.0),
+                     "umap": (0.1, 2.0)}, found
 
 
 def test_device_sums_add_in_a_fixed_order_and_recentre_on_the_device():
@@ -719,7 +871,11 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         (gdr_normalized._shared_forces_2d, (f2, f2, f2, nt.float64[::1], *csr, *csr,
                                             nt.boolean, nt.float32, nt.float32, nt.float32,
                                             i1, f2, nt.int64, nt.float32)),
-        (descent.gradient_step_kernel, (f2, f2, f2, *(f64,) * 2, f2, f2, *(f64,) * 5)),
+        (descent.gradient_step_kernel, (f2, f2, f2, nt.float64[::1], f64, f2, f2,
+                                        *(f64,) * 5)),
+        (descent._total_and_inverse, (nt.float64[::1], f64, nt.float64[::1],
+                                      nt.float64[::1])),
+        (common.flag_nonfinite_vector, (nt.float64[::1], nt.int32[::1])),
         (descent.subtract_kernel, (f2, f1)),
     ]
     for kernel, kernel_signature in compiled:

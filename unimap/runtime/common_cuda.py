@@ -11,9 +11,9 @@ from numba import cuda
 from unimap.runtime.device import simulated
 from unimap.runtime.floor_numba import floor32
 
-__all__ = ["THREADS_PER_BLOCK", "DeviceGuard", "on_target", "flag_nonfinite",
-           "check_device_memory", "launch_cooperative", "rows_launch", "strided_launch",
-           "to_device", "as_device"]
+__all__ = ["THREADS_PER_BLOCK", "GUARD_EVERY", "DeviceGuard", "on_target", "flag_nonfinite",
+           "flag_nonfinite_vector", "check_device_memory", "cooperative_launcher",
+           "rows_launch", "strided_launch", "to_device", "as_device"]
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
@@ -50,7 +50,7 @@ def _host_array(value):
 @cuda.jit(cache=True)
 def flag_nonfinite(X, flag):
     """``flag[0] = 1`` if a coordinate of ``X`` is NaN or infinite (every writer writes the
-    same value, so the race is harmless)."""
+    same value, so the race is harmless; nothing resets it but its owner)."""
     i = cuda.grid(1)
     if i < X.shape[0]:
         for c in range(X.shape[1]):
@@ -58,30 +58,71 @@ def flag_nonfinite(X, flag):
                 flag[0] = 1
 
 
-class DeviceGuard:
-    """A :class:`unimap.runtime.guards.FiniteGuard` (or None) for device arrays: per epoch a flag
-    kernel over each array and one 4-byte copy; only when something is not finite are the
-    arrays copied to the host, where the guard names the first bad row and raises."""
+@cuda.jit(cache=True)
+def flag_nonfinite_vector(x, flag):
+    """:func:`flag_nonfinite` of a vector (a device-side ``1/Z``)."""
+    i = cuda.grid(1)
+    if i < x.shape[0] and not math.isfinite(x[i]):
+        flag[0] = 1
 
-    def __init__(self, guard, n: int) -> None:
+
+GUARD_EVERY = 10  # epochs between two reads of the guard's flag on the host
+
+
+class DeviceGuard:
+    """A :class:`unimap.runtime.guards.FiniteGuard` (or None) for device arrays.
+
+    Every epoch, :meth:`check` launches a flag kernel over each array, which sets a sticky
+    device flag on a NaN or infinity: launches are queued behind the epoch's, so the host does
+    not wait. Every ``every`` epochs, and at :meth:`close`, the 4-byte flag is read (the only
+    host sync); only when it is set are the arrays copied to the host, where the guard names
+    the first bad row and the epochs since the last read, and raises. A blocking copy per
+    epoch would cost more than GDR's whole epoch at MNIST scale.
+    """
+
+    def __init__(self, guard, n: int, every: int = GUARD_EVERY) -> None:
         self.guard = guard
+        self.every = every
         self.launch = rows_launch(n)
         self.flag = None if guard is None else cuda.to_device(np.zeros(1, np.int32))
+        self.host_bad = False  # a host array among the checked ones was not finite
+        self.since = 0  # the first epoch not yet confirmed finite
+        self.pending = None  # the last check's (epoch, embedding, row_ids, others)
+        self.reads = 0  # host reads of the flag, for the tests counting syncs
 
     def check(self, epoch: int, embedding, row_ids=None, **others) -> None:
-        """As ``FiniteGuard.check``; host ndarrays among ``others`` are checked on the host."""
+        """Flag ``embedding`` and ``others`` after ``epoch`` (device arrays on the device,
+        host ndarrays on the host); read the flag when ``every`` epochs have gone unread."""
         if self.guard is None:
             return
-        bad = False
         for array in (embedding, *others.values()):
             if isinstance(array, np.ndarray):
-                bad = bad or not np.isfinite(array).all()
+                self.host_bad = self.host_bad or not np.isfinite(array).all()
+            elif len(array.shape) == 1:
+                flag_nonfinite_vector[rows_launch(array.shape[0])](array, self.flag)
             else:
                 flag_nonfinite[self.launch](array, self.flag)
-        if bad or self.flag.copy_to_host()[0]:
-            self.guard.check(epoch, _on_host(embedding), row_ids,
-                             **{name: _on_host(value) for name, value in others.items()})
+        self.pending = (epoch, embedding, row_ids, others)
+        if self.host_bad or epoch + 1 - self.since >= self.every:
+            self._read()
+
+    def close(self) -> None:
+        """Read the flag for the epochs checked since the last read (call after the loop)."""
+        if self.guard is not None and self.pending is not None \
+                and self.pending[0] >= self.since:
+            self._read()
+
+    def _read(self) -> None:
+        epoch, embedding, row_ids, others = self.pending
+        self.reads += 1
+        if self.host_bad or self.flag.copy_to_host()[0]:
+            since = self.since if self.since < epoch else None
+            host = {name: _on_host(value) for name, value in others.items()}
+            self.guard.check(epoch, _on_host(embedding), row_ids, since=since, **host)
+            # Flagged, but finite now (a value that recovered): still an error.
+            self.guard.fail(epoch, "a value", None, row_ids, since)
         self.guard.passed(epoch)
+        self.since = epoch + 1
 
 
 def _on_host(array):
@@ -121,17 +162,21 @@ def strided_launch(work: int) -> tuple[int, int]:
     return max(1, min(blocks, MAX_STRIDED_BLOCKS)), THREADS_PER_BLOCK
 
 
-def launch_cooperative(kernel, work: int, *args) -> None:
-    """Launch ``kernel`` (which syncs its whole grid) with as many blocks as can be resident
-    at once, at most one thread per item of ``work``; its loops stride over the grid."""
+def cooperative_launcher(kernel, work: int, *args):
+    """``kernel`` (which syncs its whole grid) configured with as many blocks as can be
+    resident at once, at most one thread per item of ``work`` (its loops stride over the
+    grid), for arguments typed as ``args``: call it with each launch's arguments.
+
+    The kernel is compiled (or loaded from numba-cuda's disk cache) through its own dispatcher,
+    once per fit. ``kernel.specialize`` would build a new dispatcher without the disk cache,
+    compile it in every process and type every argument again at every launch.
+    """
     if simulated():  # the simulator syncs a grid of one block
-        kernel[1, SIMULATED_THREADS](*args)
-        return
-    specialized = kernel.specialize(*args)
-    compiled = next(iter(specialized.overloads.values()))
+        return kernel[1, SIMULATED_THREADS]
+    compiled = kernel.compile(tuple(kernel.typeof_pyval(arg) for arg in args))
     resident = compiled.max_cooperative_grid_blocks(THREADS_PER_BLOCK)
     blocks = max(1, min(resident, (work + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK))
-    specialized[blocks, THREADS_PER_BLOCK](*args)
+    return kernel[blocks, THREADS_PER_BLOCK]
 
 
 def to_device(*arrays: np.ndarray) -> list:

@@ -53,9 +53,9 @@ class FiniteGuard:
         """
         for name, value in others.items():
             if value is not None and not _finite(value):
-                self._fail(epoch, name, value, row_ids, since)
+                self.fail(epoch, name, value, row_ids, since)
         if not _finite(embedding):
-            self._fail(epoch, "the embedding", embedding, row_ids, since)
+            self.fail(epoch, "the embedding", embedding, row_ids, since)
         self.passed(epoch)
 
     def passed(self, epoch: int) -> None:
@@ -63,8 +63,10 @@ class FiniteGuard:
         if self.progress is not None:
             self.progress.advance_to(epoch + 1)
 
-    def _fail(self, epoch: int, what: str, value: object, row_ids: np.ndarray | None,
-              since: int | None = None) -> None:
+    def fail(self, epoch: int, what: str, value: object, row_ids: np.ndarray | None,
+             since: int | None = None) -> None:
+        """Raise :class:`NonFiniteError`: ``what`` (``value``, if an array, names its first bad
+        row) went non-finite at ``epoch``, or between ``since`` and ``epoch``."""
         where = ""
         if isinstance(value, np.ndarray) and value.ndim == 2:
             rows = np.flatnonzero(~np.isfinite(value).all(axis=1))

@@ -9,7 +9,8 @@ An iteration, as :func:`unimap.optimizers.gradient_descent.descent.gradient_desc
    shared memory), then calls the CPU kernel's row function ``normalized_shared_row_2d``, which
    adds the attraction and the exact near field and takes out the samples that hit the point
    or a neighbour; it writes the row's attraction, repulsion and ``z_i``;
-3. ``Z = Σ z_i`` (fixed-order sums on the device: the same every run), then the gradient
+3. ``Z = Σ z_i`` and ``γ/Z`` (fixed-order sums on the device: the same every run, read by
+   the step kernel on the device), then the gradient
    step (:mod:`unimap.optimizers.gradient_descent.descent_cuda`): one thread per row calling the
    CPU's ``gradient_step_row`` (gains, momentum, clipping);
 4. every ``center_every`` iterations the mean is subtracted, on the device.
@@ -148,12 +149,14 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
         _shared_forces_2d[blocks, threads](
             d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
             positions, m, np.float32(n / max(m, 1)))
-        inv_z = np.array([forces.inverse_z(sums.total(z_rows))])
-        gradient_step_kernel[blocks, threads](d_Y, A, R, inv_z[0], phase.exaggeration, update,
+        inv_z = sums.inverse_total(z_rows, forces.gamma)  # γ / Z, on the device
+        gradient_step_kernel[blocks, threads](d_Y, A, R, inv_z, phase.exaggeration, update,
                                               gains, phase.momentum, rate, min_gain, -1.0,
                                               float(max_step_norm))
         device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
                                                        "the repulsion": R, "1/Z": inv_z})
         if iteration % center_every == 0:
             sums.recentre(d_Y)
+    device_guard.close()
+    forces.inverse_z(float(sums.z.copy_to_host()[0]))  # the last Z, as the CPU leaves it
     return d_Y.copy_to_host()

@@ -104,4 +104,5 @@ def unnormalized_full_batch_cuda(init: np.ndarray, edges: tuple, transposed: tup
                np.uint64(hash_combine(seed_hash, np.int64(epoch))))
         Y, Y_next = Y_next, Y
         device_guard.check(epoch, Y, row_ids, **{"the forces": F})
+    device_guard.close()
     return Y.copy_to_host()

@@ -5,12 +5,15 @@ the per-iteration sums: ``Z = Σ z_i`` and the recentring. Shared by
 :mod:`unimap.optimizers.gradient_descent.tsne_cuda`.
 
 The sums run on the device over fixed chunks of ``REDUCE_CHUNK`` rows (each chunk in row
-order, the chunks' sums in chunk order), so they are the same every run and only a few
-kilobytes cross to the host per iteration instead of a float64 per row (0.56 MB at
-MNIST-70k) and, for the recentring, the whole embedding.
+order, the chunks' sums in chunk order), so they are the same every run. ``Z`` and ``1/Z``
+stay on the device too: the step kernel reads ``1/Z`` from a one-element device array, so an
+iteration queues its launches without waiting for the host (a blocking copy of the partial
+sums per iteration would cost about as much as the iteration's arithmetic at MNIST scale).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import cuda
@@ -29,10 +32,10 @@ _step_row = on_target(gradient_step_row)
 def gradient_step_kernel(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
                          min_gain, max_grad_norm, max_step_norm):
     """Row i of :func:`unimap.optimizers.gradient_descent.gradient_numba.gradient_step` (one Z
-    for all rows)."""
+    for all rows: ``inv_z[0]``, a one-element device array)."""
     i = cuda.grid(1)
     if i < Y.shape[0]:
-        _step_row(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
+        _step_row(Y, A, R, inv_z[0], exaggeration, update, gains, momentum, learning_rate,
                   min_gain, max_grad_norm, max_step_norm, i)
 
 
@@ -68,6 +71,18 @@ def _chunk_column_sums(Y, chunk, out):
 
 
 @cuda.jit(cache=True)
+def _total_and_inverse(partial, numerator, total, inverse):
+    """``total[0]`` = Σ of ``partial`` in order; ``inverse[0]`` = numerator / total, or
+    infinity when the total is not positive (the guard reports it)."""
+    if cuda.grid(1) == 0:
+        z = 0.0
+        for q in range(partial.shape[0]):
+            z += partial[q]
+        total[0] = z
+        inverse[0] = numerator / z if z > 0.0 else math.inf
+
+
+@cuda.jit(cache=True)
 def _column_means(partial, n, mean):
     """``mean[c]`` = Σ over chunks (in order) of ``partial[:, c]``, divided by n."""
     for c in range(cuda.grid(1), mean.shape[0], cuda.gridsize(1)):
@@ -87,15 +102,25 @@ class DeviceSums:
         self._partial = cuda.device_array(chunks, dtype=np.float64)
         self._column_partial = cuda.device_array((chunks, dim), dtype=np.float64)
         self._mean = cuda.device_array(dim, dtype=np.float64)
+        self.z = cuda.device_array(1, dtype=np.float64)  # the last inverse_total's sum
+        self.inv_z = cuda.device_array(1, dtype=np.float64)  # and its numerator / sum
         self._launch = strided_launch(chunks)
         self._column_launch = strided_launch(chunks * dim)
         self._mean_launch = strided_launch(dim)
         self._rows = rows_launch(n)
 
     def total(self, values) -> float:
-        """Σ of a float64 device vector of length n (the chunks' sums added on the host)."""
+        """Σ of a float64 device vector of length n, on the host (one sync: for the loss and
+        the tests, not for the iterations)."""
+        self.inverse_total(values, 1.0)
+        return float(self.z.copy_to_host()[0])
+
+    def inverse_total(self, values, numerator: float):
+        """``numerator / Σ values`` as a one-element device array (:attr:`inv_z`), the sum
+        kept in :attr:`z`; nothing crosses to the host."""
         _chunk_sums[self._launch](values, REDUCE_CHUNK, self._partial)
-        return float(self._partial.copy_to_host().sum())
+        _total_and_inverse[1, 1](self._partial, float(numerator), self.z, self.inv_z)
+        return self.inv_z
 
     def recentre(self, Y) -> None:
         """Subtract the column means from ``Y``, all on the device (no host sync)."""

@@ -9,8 +9,9 @@ too much there; a GPU sums them directly, as an N-body code does. An iteration, 
    ``w_ij`` (into ``z_i``) and the repulsion ``w_ij t_ij (y_i − y_j)``, each tile in float32
    and the tiles' sums in float64; then the row's attraction over P's row by the CPU's row
    function;
-2. ``Z = Σ z_i`` and the gradient step (:mod:`unimap.optimizers.gradient_descent.descent_cuda`:
-   fixed-order sums on the device, a few kilobytes to the host);
+2. ``Z = Σ z_i``, ``1/Z`` and the gradient step
+   (:mod:`unimap.optimizers.gradient_descent.descent_cuda`: fixed-order sums on the device,
+   nothing to the host);
 3. the mean is subtracted every ``center_every`` iterations, on the device.
 
 Each thread sums in a fixed order and nothing is atomic, so the same start gives bitwise the
@@ -117,10 +118,11 @@ class _DeviceState:
             P.indptr.astype(np.int64), P.indices.astype(np.int32),
             P.data.astype(np.float32)))
 
-    def forces(self) -> float:
-        """Fill A, R and the z rows at the current Y; returns Z."""
+    def forces(self):
+        """Fill A, R and the z rows at the current Y; returns ``1/Z`` as a one-element device
+        array (no host sync)."""
         _exact_forces_2d[self.launch](self.Y, self.A, self.R, self.z_rows, *self.csr)
-        return self.sums.total(self.z_rows)
+        return self.sums.inverse_total(self.z_rows, 1.0)
 
     def loss(self) -> float:
         """KL(P‖Q) of the current Y with the exact Z (A, R untouched: scratch arrays)."""
@@ -132,8 +134,11 @@ class _DeviceState:
         """A float64 copy of Y on the host (the loss's and the callback's)."""
         return self.Y.copy_to_host().astype(np.float64)
 
-    def gradient_norm(self, inv_z: float, exaggeration: float) -> float:
-        return gradient_norm(self.A.copy_to_host(), self.R.copy_to_host(), inv_z, exaggeration)
+    def gradient_norm(self, inv_z, exaggeration: float) -> float:
+        """The gradient's norm at the last forces (``inv_z``: their device ``1/Z``), on the
+        host: called at the stopping rule's checkpoints only."""
+        return gradient_norm(self.A.copy_to_host(), self.R.copy_to_host(),
+                             float(inv_z.copy_to_host()[0]), exaggeration)
 
 
 def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gain: float,
@@ -157,9 +162,8 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
     checkpoints = Checkpoints(phases, log, callback, callback_every, stopping)
     done = 0
     for iteration, phase, rate in iterations(phases):
-        z = state.forces()
-        inv_z = np.array([1.0 / z if z > 0 else np.inf])  # the guard reports an infinite 1/Z
-        gradient_step_kernel[state.launch](state.Y, state.A, state.R, inv_z[0],
+        inv_z = state.forces()  # infinite when Z is not positive: the guard reports it
+        gradient_step_kernel[state.launch](state.Y, state.A, state.R, inv_z,
                                            phase.exaggeration, state.update, state.gains,
                                            phase.momentum, rate, min_gain, grad_clip, step_clip)
         device_guard.check(iteration, state.Y, row_ids, **{"the attraction": state.A,
@@ -169,6 +173,7 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
             state.sums.recentre(state.Y)
         done = iteration + 1
         if checkpoints.stop_after(done, phase, state.loss, state.host_embedding,
-                                  partial(state.gradient_norm, inv_z[0], phase.exaggeration)):
+                                  partial(state.gradient_norm, inv_z, phase.exaggeration)):
             break
+    device_guard.close()
     return state.Y.copy_to_host(), done, state.loss()

@@ -25,7 +25,7 @@ from unimap.optimizers.umap_sgd.epochs_numba import edge_2d, edge_nd, place_row
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
-    launch_cooperative,
+    cooperative_launcher,
     on_target,
     rows_launch,
     to_device,
@@ -113,13 +113,17 @@ def umap_sgd_fit_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: 
     device_guard = DeviceGuard(guard, n)
     kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
+    arrays = (d_emb, snapshot, d_heads, d_tails, d_class_ptr, *d_schedule, seed_hash)
+    launch = None
     for epoch in range(n_epochs):
-        launch_cooperative(kernel, heads.shape[0], d_emb, snapshot, d_heads, d_tails,
-                           d_class_ptr, *d_schedule, seed_hash, np.int64(epoch), a, b, gamma,
-                           alphas[epoch])
+        args = (*arrays, np.int64(epoch), a, b, gamma, alphas[epoch])
+        if launch is None:  # one compile (or cache load) and occupancy query per fit
+            launch = cooperative_launcher(kernel, heads.shape[0], *args)
+        launch(*args)
         device_guard.check(epoch, d_emb, relabel)
         if callback is not None:
             callback(epoch, d_emb.copy_to_host())
+    device_guard.close()
     return d_emb.copy_to_host()
 
 
@@ -168,5 +172,7 @@ def umap_sgd_place_cuda(head: np.ndarray, tail: np.ndarray, rows: tuple, schedul
     blocks, threads = rows_launch(m)
     _place_rows[blocks, threads](d_head, d_tail, d_indptr, d_indices, *d_schedule, d_keys,
                                  seed_hash, d_alphas, a, b, gamma)
-    DeviceGuard(guard, m).check(len(alphas) - 1, d_head)
+    device_guard = DeviceGuard(guard, m)
+    device_guard.check(len(alphas) - 1, d_head)
+    device_guard.close()
     return d_head.copy_to_host()
