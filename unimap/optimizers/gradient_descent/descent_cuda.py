@@ -104,6 +104,8 @@ class DeviceSums:
         self._mean = cuda.device_array(dim, dtype=np.float64)
         self.z = cuda.device_array(1, dtype=np.float64)  # the last inverse_total's sum
         self.inv_z = cuda.device_array(1, dtype=np.float64)  # and its numerator / sum
+        self._total = cuda.device_array(1, dtype=np.float64)  # total()'s, apart
+        self._total_inverse = cuda.device_array(1, dtype=np.float64)
         self._launch = strided_launch(chunks)
         self._column_launch = strided_launch(chunks * dim)
         self._mean_launch = strided_launch(dim)
@@ -111,9 +113,11 @@ class DeviceSums:
 
     def total(self, values) -> float:
         """Σ of a float64 device vector of length n, on the host (one sync: for the loss and
-        the tests, not for the iterations)."""
-        self.inverse_total(values, 1.0)
-        return float(self.z.copy_to_host()[0])
+        the tests, not for the iterations). Its own buffers: the loss runs between a step's
+        ``inverse_total`` and the gradient norm that reads :attr:`inv_z`."""
+        _chunk_sums[self._launch](values, REDUCE_CHUNK, self._partial)
+        _total_and_inverse[1, 1](self._partial, 1.0, self._total, self._total_inverse)
+        return float(self._total.copy_to_host()[0])
 
     def inverse_total(self, values, numerator: float):
         """``numerator / Σ values`` as a one-element device array (:attr:`inv_z`), the sum
