@@ -522,6 +522,9 @@ print(GUARD_EVERY)
                                       "epochs 21 and 23")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
+                    reason="imports the GPU kernels' module outside the simulator: needs the gpu "
+                    "extra (numba's own numba.cuda lacks numba.cuda.extending.overload)")
 def test_the_cooperative_launch_uses_the_kernels_own_cached_dispatcher(monkeypatch):
     # numba-cuda's ``specialize`` makes a dispatcher without the disk cache (a compile in every
     # process); the launcher compiles through the kernel's own dispatcher, whose ``compile``
