@@ -174,10 +174,43 @@ for dim, devices in ((2, ("cpu", "cuda", "cuda")), (3, ("cpu", "cuda"))):
     for line in out.strip().splitlines():
         on_gpu, on_cpu, same, t_cpu, t_gpu, acc_cpu, acc_gpu = line.split()
         assert (on_gpu, on_cpu, same) == ("cuda", "cpu", "1")
-        # the SGD's edge order and arithmetic are the CPU kernel's: the runs part only by
-        # rounding, and are compared as two seeds would be
+        # the GPU's epoch runs edge groups (grouped_numba), the CPU's colour classes: the
+        # two runs are compared as two seeds would be
         assert abs(float(t_cpu) - float(t_gpu)) <= 0.02
         assert float(acc_gpu) >= float(acc_cpu) - 0.02
+
+
+def test_umaps_grouped_epoch_on_cuda_equals_its_cpu_reference_bitwise():
+    # The GPU's epoch sums each group's moves with integer atomics: the simulated kernel (the
+    # same edge and row functions, run thread by thread) must give exactly the serial
+    # reference's numbers, in 2-D and 3-D, and the same numbers run after run.
+    out = run_simulated("""
+import numpy as np
+from sklearn.datasets import make_blobs
+import unimap
+from unimap.optimizers.umap_sgd.common import grouped_sampling_plan, prune_graph, sgd_steps
+from unimap.optimizers.umap_sgd.epochs_cuda import umap_sgd_fit_cuda
+from unimap.optimizers.umap_sgd.grouped_numba import sgd_epoch_groups
+X, _ = make_blobs(120, n_features=6, centers=3, random_state=0)
+graph = prune_graph(unimap.UMAP(n_neighbors=8, random_state=0, n_epochs=5).fit(X).graph_, 6)
+kernel, seed, alphas = sgd_steps(1.58, 0.9, 1.0, 7, 1.0, 6)
+for dim in (2, 3):
+    init = np.random.default_rng(1).standard_normal((120, dim)).astype(np.float32) * 5
+    runs = []
+    for _ in range(2):
+        edges, schedule, _ = grouped_sampling_plan(graph, 6, 5.0)
+        runs.append(umap_sgd_fit_cuda(init.copy(), edges, schedule, 6, kernel.a, kernel.b,
+                                      kernel.gamma, seed, alphas))
+    edges, schedule, _ = grouped_sampling_plan(graph, 6, 5.0)
+    ref, moves = init.copy(), np.zeros(init.shape, np.int64)
+    for epoch in range(6):
+        sgd_epoch_groups(ref, moves, edges, schedule, kernel, seed, epoch, alphas[epoch])
+    print(dim, int(np.array_equal(runs[0], runs[1])), int(np.array_equal(runs[0], ref)),
+          float(np.abs(ref - init).max()))
+""")
+    lines = [line.split() for line in out.strip().splitlines()]
+    assert [line[:3] for line in lines] == [["2", "1", "1"], ["3", "1", "1"]]
+    assert all(float(line[3]) > 0.5 for line in lines)  # the points did move
 
 
 KNN = """
@@ -842,11 +875,13 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "ld.global.f32" in ptx
     f8 = nt.float64[::1]
-    signature = (f2, f2, nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8, f8, f8,
-                 nt.uint64, nt.int64, nt.float32, nt.float32, nt.float32, nt.float32)
+    signature = (f2, nt.int64[:, ::1], nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8,
+                 f8, f8, nt.uint64, nt.int64, nt.float32, nt.float32, nt.float32, nt.float32)
     for kernel in (umap._sgd_epoch_2d, umap._sgd_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
-        assert ".entry" in ptx and "cudaCGSynchronize" in ptx  # the grid sync between classes
+        assert ".entry" in ptx and "cudaCGSynchronize" in ptx  # the grid sync between groups
+        # the moves are summed with integer atomics (exact in any order), none in float
+        assert "atom.global.add.u64" in ptx and "atom.global.add.f32" not in ptx
     rows = (f2, f2, nt.int64[::1], nt.int32[::1], f8, f8, f8, f8, nt.uint64[::1], nt.uint64,
             nt.float32[::1], nt.float32, nt.float32, nt.float32)
     ptx, _ = cuda.compile_ptx(umap._place_rows.py_func, rows, cc=(9, 0), fastmath=True)
@@ -973,8 +1008,8 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
         from unimap.optimizers.umap_sgd import epochs_cuda as umap
         f2, f8 = nt.float32[:, ::1], nt.float64[::1]
-        signature = (f2, f2, nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8, f8, f8,
-                     nt.uint64, nt.int64, *(nt.float32,) * 4)
+        signature = (f2, nt.int64[:, ::1], nt.int32[::1], nt.int32[::1], nt.int64[::1], f8,
+                     f8, f8, f8, nt.uint64, nt.int64, *(nt.float32,) * 4)
         ptx, _ = cuda.compile_ptx(umap._sgd_epoch_2d.py_func, signature, cc=(9, 0),
                                   fastmath=True)
         print("cvt.rmi" in ptx)  # math.floor's rounding towards minus infinity

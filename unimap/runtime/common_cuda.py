@@ -9,6 +9,7 @@ import numpy as np
 from numba import cuda
 
 from unimap.runtime.device import simulated
+from unimap.runtime.fixed_point_numba import FIXED_ONE, add_fixed
 from unimap.runtime.floor_numba import floor32
 
 __all__ = ["THREADS_PER_BLOCK", "GUARD_EVERY", "DeviceGuard", "on_target", "flag_nonfinite",
@@ -27,6 +28,15 @@ if not simulated():  # the simulator runs floor32's Python body
         """``floor32`` in CUDA kernels (see :mod:`unimap.runtime.floor_numba`): math.floor, as
         CUDA's ufunc table lacks np.floor; equal to np.floor for |y| < 2**24."""
         return lambda y: np.float32(math.floor(y))
+
+    @cuda_overload(add_fixed, inline="always")
+    def _add_fixed_cuda(buffer, i, d, value):
+        """``add_fixed`` in CUDA kernels (see :mod:`unimap.runtime.fixed_point_numba`): an
+        atomic integer addition, exact, so the sum does not depend on the threads' order."""
+        def impl(buffer, i, d, value):
+            cuda.atomic.add(buffer, (i, d), np.int64(value * FIXED_ONE))
+
+        return impl
 
 
 def on_target(function):

@@ -14,7 +14,8 @@ from unimap.optimizers.schedule import linear_decay
 from unimap.runtime.threads import PARALLEL_MIN_ROWS, AdaptiveThreads, numba_threads
 
 __all__ = ["prune_graph", "epochs_per_sample", "edge_classes", "fit_sampling_plan",
-           "place_sampling_plan", "SGDSteps", "sgd_steps", "output_metric_code", "run_epochs"]
+           "grouped_sampling_plan", "place_sampling_plan", "SGDSteps", "sgd_steps",
+           "output_metric_code", "run_epochs"]
 
 
 def prune_graph(graph: sp.csr_matrix, n_epochs: int,
@@ -84,6 +85,27 @@ def fit_sampling_plan(graph: sp.csr_matrix, n_epochs: int, negative_sample_rate:
     heads, tails, class_ptr, order = edge_classes(indptr, indices, graph.shape[0])
     edges, eps, weights = EdgeClasses(heads, tails, class_ptr), eps[order], graph.data[order]
     return edges, _schedule(eps, negative_sample_rate), weights
+
+
+def grouped_sampling_plan(graph: sp.csr_matrix, n_epochs: int, negative_sample_rate: float,
+                          n_groups: int | None = None):
+    """:func:`fit_sampling_plan` for the grouped epoch
+    (:mod:`unimap.optimizers.umap_sgd.grouped_numba`, the GPU's): the edges in ``n_groups``
+    groups (default ``EPOCH_GROUPS``), group ``g`` every ``n_groups``-th edge of the
+    head-sorted list from the ``g``-th, so that every group spreads over all points
+    (:class:`~unimap.optimizers.umap_sgd.grouped_numba.EdgeGroups`), no colouring needed."""
+    from unimap.optimizers.umap_sgd.grouped_numba import EPOCH_GROUPS, EdgeGroups
+
+    n_groups = EPOCH_GROUPS if n_groups is None else n_groups
+    indptr, indices, eps = _csr_periods(graph, n_epochs, None)
+    nnz = indices.shape[0]
+    order = np.concatenate([np.arange(g, nnz, n_groups) for g in range(n_groups)])
+    group_ptr = np.zeros(n_groups + 1, np.int64)
+    group_ptr[1:] = np.cumsum([len(range(g, nnz, n_groups)) for g in range(n_groups)])
+    heads = np.repeat(np.arange(graph.shape[0], dtype=np.int32), np.diff(indptr))
+    edges = EdgeGroups(np.ascontiguousarray(heads[order]), np.ascontiguousarray(indices[order]),
+                       group_ptr)
+    return edges, _schedule(eps[order], negative_sample_rate), graph.data[order]
 
 
 def place_sampling_plan(graph: sp.csr_matrix, n_epochs: int, max_weight: float | None,

@@ -1,13 +1,14 @@
-"""UMAP's edge-sampled SGD on a GPU: the CPU kernel's edge code, one edge per thread (fit), and
-its row code, one new point per thread (``transform``).
+"""UMAP's edge-sampled SGD on a GPU: the grouped epoch's edge code, one edge per thread (fit),
+and the CPU's row code, one new point per thread (``transform``).
 
-The fit's directed edges are sorted into colour classes in which no two edges share a point
-(:mod:`unimap.optimizers.umap_sgd.epochs_numba`). One cooperative kernel launch runs an epoch: it
-copies the embedding to the negative samples' snapshot, then runs the classes one after the other
-with a grid-wide barrier between them, each edge of a class on its own thread calling the CPU
-kernel's edge function compiled for CUDA. Every point is written by one thread at a time in
-a fixed order and the negative samples come from a counter-based hash, so the same seed gives
-bitwise the same embedding run after run, with no atomics.
+A fit's epoch is one cooperative kernel launch over the edge groups of
+:mod:`unimap.optimizers.umap_sgd.grouped_numba`: each group's edges, one per thread, add their
+moves from the group's start positions to a buffer with integer atomics (exact, so in any
+order), a grid-wide barrier, every point applies its moves, another barrier. Two barriers per
+group (32 per epoch) whatever the graph's degrees, where colour classes took one per class
+(at least the largest degree). The negative samples come from a counter-based hash, so the
+same seed gives bitwise the same embedding run after run; :func:`sgd_epoch_groups
+<unimap.optimizers.umap_sgd.grouped_numba.sgd_epoch_groups>` is the CPU reference.
 
 ``transform`` moves new points against the fixed training embedding: rows never interact, so
 one launch runs every epoch of every row (:func:`umap_sgd_place_cuda`), each thread calling the
@@ -21,7 +22,8 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from unimap.optimizers.umap_sgd.epochs_numba import edge_2d, edge_nd, place_row
+from unimap.optimizers.umap_sgd.epochs_numba import place_row
+from unimap.optimizers.umap_sgd.grouped_numba import apply_moves, grouped_edge_2d, grouped_edge_nd
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
@@ -43,53 +45,54 @@ def supports(n_components: int) -> bool:
 
 # Written out per dimension, not made by a factory, so that numba-cuda caches them on disk
 # (see unimap.optimizers.gdr.unnormalized_cuda).
-_edge_on_2d, _edge_on_nd = on_target(edge_2d), on_target(edge_nd)
-_place_row, _hash_combine = on_target(place_row), on_target(hash_combine)
-
-
-@cuda.jit(device=True, inline="always")
-def _copy_rows(emb, snapshot, first, stride):
-    for i in range(first, emb.shape[0], stride):
-        for d in range(emb.shape[1]):
-            snapshot[i, d] = emb[i, d]
+_edge_on_2d, _edge_on_nd = on_target(grouped_edge_2d), on_target(grouped_edge_nd)
+_apply_moves, _place_row = on_target(apply_moves), on_target(place_row)
+_hash_combine = on_target(hash_combine)
 
 
 @cuda.jit(fastmath=True, cache=True)
-def _sgd_epoch_2d(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+def _sgd_epoch_2d(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_sample,
                   epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
-    """One epoch: the snapshot, then the classes with a grid barrier after each."""
+    """One epoch: each group's edges add their moves, a grid barrier, the points apply them,
+    a barrier before the next group (none after the last: the next launch waits anyway)."""
     grid = cuda.cg.this_grid()
     first, stride = cuda.grid(1), cuda.gridsize(1)
-    _copy_rows(emb, snapshot, first, stride)
-    grid.sync()
-    for c in range(class_ptr.shape[0] - 1):
-        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
-            _edge_on_2d(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+    last = group_ptr.shape[0] - 2
+    for g in range(last + 1):
+        for e in range(group_ptr[g] + first, group_ptr[g + 1], stride):
+            _edge_on_2d(e, emb, moves, heads, tails, epochs_per_sample, next_sample,
                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                         alpha)
         grid.sync()
+        for i in range(first, emb.shape[0], stride):
+            _apply_moves(i, emb, moves)
+        if g < last:
+            grid.sync()
 
 
 @cuda.jit(fastmath=True, cache=True)
-def _sgd_epoch_nd(emb, snapshot, heads, tails, class_ptr, epochs_per_sample, next_sample,
+def _sgd_epoch_nd(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_sample,
                   epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
     """:func:`_sgd_epoch_2d` in any dimension."""
     grid = cuda.cg.this_grid()
     first, stride = cuda.grid(1), cuda.gridsize(1)
-    _copy_rows(emb, snapshot, first, stride)
-    grid.sync()
-    for c in range(class_ptr.shape[0] - 1):
-        for e in range(class_ptr[c] + first, class_ptr[c + 1], stride):
-            _edge_on_nd(e, emb, snapshot, heads, tails, epochs_per_sample, next_sample,
+    last = group_ptr.shape[0] - 2
+    for g in range(last + 1):
+        for e in range(group_ptr[g] + first, group_ptr[g + 1], stride):
+            _edge_on_nd(e, emb, moves, heads, tails, epochs_per_sample, next_sample,
                         epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma,
                         alpha)
         grid.sync()
+        for i in range(first, emb.shape[0], stride):
+            _apply_moves(i, emb, moves)
+        if g < last:
+            grid.sync()
 
 
-def device_bytes(n: int, dim: int, n_edges: int, n_classes: int) -> int:
-    """Device memory of :func:`umap_sgd_fit_cuda`: the embedding and its snapshot, the edges'
-    ends and schedules, the class offsets."""
-    return 2 * 4 * n * dim + n_edges * (2 * 4 + 4 * 8) + 8 * (n_classes + 1) + 8
+def device_bytes(n: int, dim: int, n_edges: int, n_groups: int) -> int:
+    """Device memory of :func:`umap_sgd_fit_cuda`: the embedding (float32) and its moves
+    (int64), the edges' ends and schedules, the group offsets."""
+    return (4 + 8) * n * dim + n_edges * (2 * 4 + 4 * 8) + 8 * (n_groups + 1) + 8
 
 
 def umap_sgd_fit_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: int, a, b,
@@ -97,23 +100,24 @@ def umap_sgd_fit_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: 
                       relabel: np.ndarray | None = None, callback: Any = None) -> np.ndarray:
     """The epochs of :func:`unimap.optimizers.umap_sgd.fit.umap_sgd_fit` on the GPU.
 
-    ``edges`` = (heads, tails, class_ptr) and ``schedule`` = (epochs_per_sample, next_sample,
-    epochs_per_negative, next_negative) are the CPU kernel's arrays
-    (:func:`unimap.optimizers.umap_sgd.common.fit_sampling_plan`); ``a``, ``b``, ``gamma`` float32;
+    ``edges`` = (heads, tails, group_ptr) and ``schedule`` = (epochs_per_sample, next_sample,
+    epochs_per_negative, next_negative) are the grouped epoch's arrays
+    (:func:`unimap.optimizers.umap_sgd.common.grouped_sampling_plan`); ``a``, ``b``, ``gamma``
+    float32;
     ``alphas`` each epoch's float32 step. Returns the
     embedding on the host (float32); ``callback(epoch, embedding)`` gets a host copy.
     """
     n, dim = emb.shape
-    heads, tails, class_ptr = edges
-    check_device_memory(device_bytes(n, dim, heads.shape[0], class_ptr.shape[0] - 1),
+    heads, tails, group_ptr = edges
+    check_device_memory(device_bytes(n, dim, heads.shape[0], group_ptr.shape[0] - 1),
                         "UMAP's epochs on the GPU")
-    d_emb, d_heads, d_tails, d_class_ptr = to_device(emb, heads, tails, class_ptr)
+    d_emb, d_moves, d_heads, d_tails, d_group_ptr = to_device(
+        emb, np.zeros(emb.shape, np.int64), heads, tails, group_ptr)
     d_schedule = to_device(*schedule)  # the next_* arrays advance on the device
-    snapshot = cuda.device_array_like(d_emb)
     device_guard = DeviceGuard(guard, n)
     kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
-    arrays = (d_emb, snapshot, d_heads, d_tails, d_class_ptr, *d_schedule, seed_hash)
+    arrays = (d_emb, d_moves, d_heads, d_tails, d_group_ptr, *d_schedule, seed_hash)
     launch = None
     for epoch in range(n_epochs):
         args = (*arrays, np.int64(epoch), a, b, gamma, alphas[epoch])

@@ -103,7 +103,7 @@ def clip_grad(x):
 
 
 @numba.njit(inline="always", cache=True)
-def _clip_rare(x):
+def clip_rare(x):
     """Clip for values that rarely exceed the bound (attraction): a well-predicted branch
     is cheaper than the float64 round trip of :func:`clip_grad` (measured: library_notes.md as
     in the module docstring)."""
@@ -181,7 +181,7 @@ def _attract_edge(e, emb, heads, tails, epochs_per_sample, next_sample, epochs_p
     other = emb[j]
     coeff = sgd_attraction_coeff(sq_dist(emb, i, emb, j, np.float32(0.0)), a, b)
     for d in range(current.shape[0]):
-        g = _clip_rare(coeff * (current[d] - other[d])) * alpha
+        g = clip_rare(coeff * (current[d] - other[d])) * alpha
         current[d] += g
         other[d] -= g
     return advance_schedule(e, i, epochs_per_sample, next_sample, epochs_per_negative,

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from unimap.optimizers import sampling
 from unimap.optimizers.umap_sgd.common import (
     fit_sampling_plan,
+    grouped_sampling_plan,
     output_metric_code,
     run_epochs,
     sgd_steps,
@@ -84,8 +85,9 @@ def umap_sgd_fit(
     guard : :class:`unimap.runtime.guards.FiniteGuard`, optional
         Checks the embedding after every epoch.
     device : {"cpu", "cuda"}, default="cpu"
-        ``"cuda"``: the epochs run on the GPU (:mod:`unimap.optimizers.umap_sgd.epochs_cuda`,
-        the same edge code).
+        ``"cuda"``: the epochs run on the GPU (:mod:`unimap.optimizers.umap_sgd.epochs_cuda`),
+        in edge groups whose moves are summed (:mod:`unimap.optimizers.umap_sgd.grouped_numba`:
+        the same quality as the CPU's epochs on MNIST, not the same numbers).
     negative_pool : int, optional
         In 2-D on the CPU: each block of edges draws its negative samples from a pool of
         this many points (0: every sample from all points). Default:
@@ -117,7 +119,6 @@ def umap_sgd_fit(
         emb, graph, relabel = _relabel_for_locality(emb, graph)
         if callback is not None:
             callback = _in_original_order(callback, relabel)
-    edges, schedule, edge_weights = fit_sampling_plan(graph, n_epochs, negative_sample_rate)
     kernel, seed, alphas = sgd_steps(a, b, repulsion_strength, seed, learning_rate, n_epochs)
     metric = output_metric_code(output_metric, density is not None, device)
     if device == "cuda":
@@ -126,10 +127,12 @@ def umap_sgd_fit(
         if density is not None:
             raise ValueError("densMAP's epochs have no CUDA kernels; run them with "
                              "device='cpu'")
-
+        # the GPU's epoch runs edge groups, not colour classes (grouped_numba): no colouring
+        edges, schedule, _ = grouped_sampling_plan(graph, n_epochs, negative_sample_rate)
         emb = umap_sgd_fit_cuda(emb, edges, schedule, n_epochs, kernel.a, kernel.b,
                                 kernel.gamma, seed, alphas, guard, relabel, callback)
         return emb if relabel is None else in_input_order(emb, relabel)
+    edges, schedule, edge_weights = fit_sampling_plan(graph, n_epochs, negative_sample_rate)
     snapshot = np.empty_like(emb)
     if negative_pool is None:
         negative_pool = sampling.default_negative_pool(emb.shape[0])
