@@ -5,6 +5,7 @@ the wheels the device's image lacks and MNIST. Then, through the device tool, fr
 repository root with ``carry=[".device"]``::
 
     python benchmarks/device/run.py --out "$OUT"                      # every step, 480 s
+    python benchmarks/device/run.py --out "$OUT" --resume --budget 300  # what it left
     python benchmarks/device/run.py --out "$OUT" --steps peers,scale10m --budget 300
 
 Rehearsal without a GPU (numba-cuda's simulator, tiny data, the peers on the CPU)::
@@ -13,17 +14,29 @@ Rehearsal without a GPU (numba-cuda's simulator, tiny data, the peers on the CPU
 
 It installs the carried wheels into a temporary prefix put first on ``PYTHONPATH`` (so the
 carried NumPy shadows the image's), imports unimap from the checkout, prints the versions and
-what ``device="auto"`` finds, then runs the steps in order of value. Each step has its own
-timeout, cut to the time left; a step that needs more than is left is skipped with a line
-saying so, and ``--steps`` lets a second call finish what the first skipped. Everything goes
-under ``--out`` in at most 8 files: ``run.log`` (every line of every step, flushed as it
-comes), ``inprocess.jsonl`` (the warm fits and the spectral start's profile,
-``lobpcg_profile.py``), ``scale.jsonl``, ``fresh.md``, ``peers.md``, ``cpu.md``.
+what ``device="auto"`` finds, starts ``unimap precompile`` in the background (the CPU kernels
+compile on the idle cores while the GPU steps start), then runs the steps in order of value.
+Each step has its own timeout, cut to the time left; a step that needs more than is left is
+skipped with a line saying so. After every step ``status.json`` (under ``--out``, and a copy
+in the machine's temporary folder, which a warm machine keeps between calls) records each
+step's outcome; a second call with ``--resume`` runs only the steps that did not finish
+(skipped, killed or failed), and ``--steps`` picks steps by name.
+
+numba keys a cached kernel on its own file, not on the files of the functions it inlines, so
+a cache left on a warm machine by an earlier checkout could serve old code: the cache folder
+(``NUMBA_CACHE_DIR``) is keyed by a hash of unimap's sources.
+
+Everything goes under ``--out`` in at most 8 files: ``run.log`` (every line of every step,
+flushed as it comes), ``status.json``, ``inprocess.jsonl`` (the warm fits and the spectral
+start's profile, ``lobpcg_profile.py``), ``scale.jsonl``, ``fresh.md``, ``peers.md``,
+``cpu.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import shlex
 import signal
@@ -126,8 +139,52 @@ def install_wheels(carried: Path, log: Log) -> Path | None:
     return prefix
 
 
-def environment(prefix: Path | None, carried: Path, tiny: bool) -> dict[str, str]:
+def source_key() -> str:
+    """A hash of unimap's sources (paths and contents): the cache folder's and the status
+    file's key, so that neither outlives the code it was made from."""
+    digest = hashlib.sha1()
+    for path in sorted((ROOT / "unimap").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+class Status:
+    """Each step's outcome, written after every step to ``status.json`` under ``--out`` and to
+    a copy in the temporary folder keyed by the sources (what ``--resume`` reads)."""
+
+    def __init__(self, out: Path, key: str) -> None:
+        self.paths = [out / "status.json",
+                      Path(tempfile.gettempdir()) / f"unimap-device-status-{key}.json"]
+        self.steps: dict[str, str] = {}
+
+    def resume(self) -> set[str]:
+        """The steps an earlier call of these sources ran to a clean exit; their outcomes are
+        kept, so that the record stays whole over any number of calls."""
+        try:
+            earlier = json.loads(self.paths[1].read_text()).get("steps", {})
+        except (OSError, ValueError):
+            return set()
+        self.steps = {name: outcome for name, outcome in earlier.items()
+                      if outcome == "exit 0"}
+        return set(self.steps)
+
+    def record(self, name: str, outcome: str) -> None:
+        self.steps[name] = outcome
+        self.write()
+
+    def write(self) -> None:
+        text = json.dumps({"steps": self.steps, "time": time.strftime("%Y-%m-%d %H:%M:%S")},
+                          indent=1)
+        for path in self.paths:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+
+
+def environment(prefix: Path | None, carried: Path, tiny: bool, key: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.setdefault("NUMBA_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"unimap-numba-{key}"))
     paths = ([str(prefix)] if prefix else []) + [str(ROOT)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -201,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--carried", type=Path, default=ROOT / ".device")
     parser.add_argument("--tiny", action="store_true",
                         help="rehearsal: numba-cuda's simulator, tiny data, peers on the CPU")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip the steps an earlier call of the same sources finished")
+    parser.add_argument("--no-precompile", action="store_true",
+                        help="do not compile the CPU kernels in the background")
     args = parser.parse_args(argv)
     if args.budget is None:
         args.budget = 1500.0 if args.tiny else 480.0
@@ -214,7 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown steps {unknown}; choose from {[s.name for s in plan]}")
         plan = [s for s in plan if s.name in wanted]
-    env = environment(install_wheels(args.carried, log), args.carried, args.tiny)
+    key = source_key()
+    status = Status(args.out, key)
+    if args.resume:
+        done = status.resume()
+        log(f"resuming: {sorted(done) or 'nothing'} finished before, not run again")
+        plan = [s for s in plan if s.name not in done]
+    status.write()
+    env = environment(install_wheels(args.carried, log), args.carried, args.tiny, key)
+    log(f"sources {key}; numba's cache in {env['NUMBA_CACHE_DIR']}")
+    precompile = None if args.no_precompile else background_precompile(env, log)
     probe = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, check=False,
                            capture_output=True, text=True, timeout=120)
     for line in (probe.stdout + probe.stderr).splitlines():
@@ -226,10 +296,43 @@ def main(argv: list[str] | None = None) -> int:
             log(f"== {step.name}: skipped, {left:.0f} s left of the budget, it needs "
                 f"{step.needs_s} s (run it with --steps {step.name})")
             summary.append(f"{step.name}: skipped")
+            status.record(step.name, "skipped")
             continue
-        summary.append(f"{step.name}: {run_step(step, min(step.timeout_s, left), env, log)}")
+        outcome = run_step(step, min(step.timeout_s, left), env, log)
+        status.record(step.name, outcome)
+        summary.append(f"{step.name}: {outcome}")
+    if precompile is not None:
+        finish_precompile(precompile, log)
     log(f"== done in {time.perf_counter() - start:.0f} s: " + "; ".join(summary))
     return 0
+
+
+def background_precompile(env: dict[str, str], log: Log) -> subprocess.Popen:
+    """``unimap precompile`` at a low priority, its output into ``run.log`` at the end: the
+    CPU kernels a fit's CPU phases call compile on the cores the GPU steps leave idle, into
+    the same cache the steps load from."""
+    log("== precompile (background): python -m unimap.cli.precompile")
+    # a file, not a pipe: a pipe nobody reads could fill and block it; closed by finish_precompile
+    output = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+    proc = subprocess.Popen(["nice", "-n", "10", sys.executable, "-m", "unimap.cli.precompile"],
+                            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    proc.output = output
+    return proc
+
+
+def finish_precompile(proc: subprocess.Popen, log: Log) -> None:
+    """Stop the background precompile if it still runs; log what it printed."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log("== precompile: stopped, still running after the last step")
+    else:
+        log(f"== precompile: exit {proc.returncode}")
+    proc.output.seek(0)
+    for line in proc.output.read().splitlines()[-20:]:
+        log(f"[precompile] {line}")
+    proc.output.close()
 
 
 if __name__ == "__main__":

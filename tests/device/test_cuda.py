@@ -1020,3 +1020,164 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
     assert result.returncode == 0, result.stderr[-2000:]
     value, floor_in_ptx = result.stdout.split()
     assert abs(float(value) - 2 ** 0.5) < 1e-4 and floor_in_ptx == "True"
+
+
+# Every kernel launch of a small run of each GPU path, recorded in the simulator with the
+# types of its arguments: the signatures the pipeline really launches, for the device-code
+# check below (hand-written signatures drift from the callers).
+RECORD_LAUNCHES = """
+import json, warnings
+import numba
+from numba.cuda.simulator import kernel as simulated_kernel
+seen = {}
+_call = simulated_kernel.FakeCUDAKernel.__call__
+def type_of(arg):
+    array = getattr(arg, "_ary", arg if isinstance(arg, np.ndarray) else None)
+    if array is not None:
+        return ["array", str(array.dtype), array.ndim, numba.typeof(array).layout]
+    return ["scalar", str(numba.typeof(arg))]
+def recording_call(self, *args):
+    if not self._device:
+        seen[json.dumps([self.fn.__module__, self.fn.__name__, [type_of(a) for a in args]])] = 1
+    return _call(self, *args)
+simulated_kernel.FakeCUDAKernel.__call__ = recording_call
+warnings.simplefilter("ignore")
+import unimap
+from sklearn.datasets import make_blobs
+from unimap.affinity.fuzzy import fuzzy_simplicial_set
+from unimap.initialization.spectral import spectral_layout
+from unimap.neighbors import NeighborIndex
+X = make_blobs(120, n_features=8, centers=3, random_state=0)[0].astype(np.float32)
+for dim in (2, 3):
+    for method in (unimap.GDR, unimap.UMAP):
+        method(n_components=dim, n_epochs=3, random_state=0, device="cuda").fit(X).transform(
+            X[:5])
+unimap.GDR(normalized=True, n_epochs=6, random_state=0, device="cuda").fit(X)
+unimap.TSNE(max_iter=6, early_exaggeration_iter=3, perplexity=10, random_state=0,
+            device="cuda").fit(X)
+unimap.PCA(n_components=2, device="cuda").fit(X).transform(X)
+knn = NeighborIndex("euclidean", "exact").build(X).knn_graph(10)
+spectral_layout(fuzzy_simplicial_set(knn.indices, knn.distances)[0], 2, 0, device="cuda")
+import unimap.neighbors.brute_force_cuda as brute_force
+import unimap.neighbors.cells_cuda as cells
+brute_force.BRUTE_FORCE_MAX_SAMPLES, cells.CELL_ROWS = 60, 40  # the cells search, small
+for d in (5, 90):  # searched as they are, and in a PCA projection
+    Xd = make_blobs(120, n_features=d, centers=3, random_state=0)[0].astype(np.float32)
+    NeighborIndex("euclidean", "auto", device="cuda").build(Xd).knn_graph(8)
+for launch in seen:
+    print(launch)
+"""
+
+# Kernels known to spill registers to local memory (slow, not wrong), with the bytes
+# measured; any other kernel that spills, or one of these spilling more, fails the check.
+KNOWN_SPILLS = {"unimap.neighbors.brute_force_cuda._rerank": 452}
+
+
+def _device_code_tools():
+    """ptxas and the CUDA device runtime of the gpu extra (nvidia-cuda-nvcc, -runtime), or
+    None where they are not installed."""
+    try:
+        import nvidia.cuda_nvcc
+        import nvidia.cuda_runtime
+        from cuda.bindings import nvjitlink  # noqa: F401
+    except ImportError:
+        return None
+    from pathlib import Path
+
+    ptxas = Path(nvidia.cuda_nvcc.__path__[0]) / "bin" / "ptxas"
+    devrt = Path(nvidia.cuda_runtime.__path__[0]) / "lib" / "libcudadevrt.a"
+    return (ptxas, devrt) if ptxas.is_file() and devrt.is_file() else None
+
+
+def _link_with_device_runtime(relocatable: bytes, devrt) -> int:
+    """Link a relocatable cubin with the device runtime (what a grid barrier needs, and what
+    numba-cuda links at the first launch) by nvJitLink, without a GPU; the cubin's size."""
+    from cuda.bindings import nvjitlink
+
+    handle = nvjitlink.create(1, ["-arch=sm_90"])
+    try:
+        nvjitlink.add_data(handle, nvjitlink.InputType.CUBIN, relocatable, len(relocatable),
+                           "kernel.cubin")
+        library = devrt.read_bytes()
+        nvjitlink.add_data(handle, nvjitlink.InputType.LIBRARY, library, len(library),
+                           "libcudadevrt.a")
+        nvjitlink.complete(handle)
+        return nvjitlink.get_linked_cubin_size(handle)
+    finally:
+        nvjitlink.destroy(handle)
+
+
+@pytest.mark.slow  # the recording run in the simulator (~1-2 min), then ~50 ptxas runs
+@pytest.mark.skipif(simulated() or not _ptx_compiler_available() or not _device_code_tools(),
+                    reason="needs numba-cuda, NVVM, ptxas and the device runtime (gpu extra)")
+def test_every_kernel_assembles_for_sm_90_and_fits_a_block(monkeypatch, tmp_path):
+    # Compiling to PTX does not run ptxas or the link: register and shared-memory limits, and
+    # the device runtime a grid barrier links, would fail only at the first launch on a GPU.
+    # Here every kernel unimap has, with the argument types the pipeline launches it with,
+    # is assembled by ptxas for sm_90 (an H100 or H200); a cooperative kernel is assembled
+    # as relocatable code and linked with the device runtime; each must fit a block of
+    # THREADS_PER_BLOCK threads in the SM's 65,536 registers and 48 KiB of static shared
+    # memory, and spill nothing beyond KNOWN_SPILLS.
+    import importlib
+    import json
+    import pkgutil
+    import re
+    import types
+
+    import numba
+    import numba.cuda.dispatcher as dispatcher
+    from numba import cuda
+    from numba import types as nt
+
+    import unimap as package
+    from unimap.runtime.common_cuda import THREADS_PER_BLOCK
+
+    monkeypatch.setattr(dispatcher, "get_current_device",
+                        lambda: types.SimpleNamespace(compute_capability=(9, 0)))
+    ptxas, devrt = _device_code_tools()
+    launches = [json.loads(line) for line in run_simulated(RECORD_LAUNCHES).splitlines()
+                if line.startswith("[")]
+    kernels = set()
+    for module_info in pkgutil.walk_packages(package.__path__, "unimap."):
+        if module_info.name.endswith("_cuda"):
+            module = importlib.import_module(module_info.name)
+            kernels |= {f"{module.__name__}.{name}" for name, value in vars(module).items()
+                        if isinstance(value, dispatcher.CUDADispatcher)
+                        and not value.targetoptions.get("device")
+                        and value.py_func.__module__ == module.__name__}
+    launched = {f"{module}.{name}" for module, name, _ in launches}
+    assert kernels - launched == set(), "kernels the recording run does not launch"
+    assert launched <= kernels
+
+    def numba_type(spec):
+        if spec[0] == "array":
+            return nt.Array(numba.from_dtype(np.dtype(spec[1])), spec[2], spec[3])
+        return getattr(nt, spec[1])
+
+    report, cooperative = [], set()
+    for module, name, specs in launches:
+        kernel = getattr(importlib.import_module(module), name)
+        ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(map(numba_type, specs)), cc=(9, 0),
+                                  fastmath=kernel.targetoptions.get("fastmath", False))
+        (tmp_path / "kernel.ptx").write_text(ptx)
+        relocatable = "cudaCGSynchronize" in ptx  # a grid barrier: the device runtime's
+        result = subprocess.run(
+            [str(ptxas), "-arch=sm_90", "-v", *(["-c"] if relocatable else []),
+             str(tmp_path / "kernel.ptx"), "-o", str(tmp_path / "kernel.cubin")],
+            capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, f"{module}.{name}: {result.stderr[-1500:]}"
+        if relocatable:
+            cooperative.add(name)
+            assert _link_with_device_runtime((tmp_path / "kernel.cubin").read_bytes(),
+                                             devrt) > 0
+        found = {key: int(m.group(1)) if (m := re.search(pattern, result.stderr)) else 0
+                 for key, pattern in (("registers", r"Used (\d+) registers"),
+                                      ("spills", r"(\d+) bytes spill stores"),
+                                      ("shared", r"(\d+) bytes smem"))}
+        report.append((f"{module}.{name}", found))
+    assert cooperative == {"_sgd_epoch_2d", "_sgd_epoch_nd"}  # UMAP's epochs
+    for kernel, found in report:
+        assert found["registers"] > 0 and found["registers"] * THREADS_PER_BLOCK <= 65536, (
+            kernel, found)
+        assert found["shared"] <= 48 * 1024, (kernel, found)
+        assert found["spills"] <= KNOWN_SPILLS.get(kernel, 0), (kernel, found)
