@@ -516,11 +516,23 @@ try:
                             guard=FiniteGuard("GDR", "causes"), device="cuda")
 except NonFiniteError as exc:
     print(exc)
+from unimap.optimizers.gradient_descent.descent import Phase
+from unimap.optimizers.gradient_descent.tsne_cuda import gradient_descent_cuda as tsne_cuda
+J = ((P + P.T) / (P + P.T).sum()).tocsr()
+J.data[J.indptr[5]] = np.nan  # one of row 5's affinities: its attraction goes NaN
+try:  # the step kernel flags what it reads and writes: no flag launches
+    tsne_cuda(Y0, J, [Phase(1, 12.0, 0.5, 10.0)], 0.01, None, 5.0, center_every=1000,
+              guard=FiniteGuard("TSNE", "causes"))
+except NonFiniteError as exc:
+    print(exc)
 """)
     # One epoch: the simulator runs the CPU-compiled row code, whose division by zero raises
     # on a NaN start where a GPU would go on; the guard's reads every few epochs are tested
     # below.
-    assert "the forces became NaN or infinite at epoch 1 (first in row 5, 1 rows" in out
+    gdr, tsne = out.strip().splitlines()
+    assert "the forces became NaN or infinite at epoch 1 (first in row 5, 1 rows" in gdr
+    assert "TSNE: the attraction became NaN or infinite at epoch 1 (first in row 5, 1 rows" \
+        in tsne
 
 
 def test_the_guard_reads_its_flag_every_few_epochs_and_names_them():
@@ -532,7 +544,7 @@ from unimap.runtime.guards import FiniteGuard, NonFiniteError
 Y = np.ones((20, 2), np.float32)
 for first_bad, n_epochs in ((13, 25), (None, 25), (21, 23)):
     d_Y = cuda.to_device(Y)
-    guard = DeviceGuard(FiniteGuard("GDR", "causes"), 20)
+    guard = DeviceGuard(FiniteGuard("GDR", "causes"))
     try:
         for epoch in range(n_epochs):
             if epoch == first_bad:
@@ -586,8 +598,6 @@ def test_the_cooperative_launch_uses_the_kernels_own_cached_dispatcher(monkeypat
     kernel = Dispatcher()
     monkeypatch.setattr(common_cuda, "simulated", lambda: False)
     monkeypatch.setattr(epochs_cuda, "_sgd_epoch_2d", kernel)
-    monkeypatch.setattr(epochs_cuda, "cuda", type("FakeCuda", (), {
-        "device_array_like": staticmethod(np.empty_like)}))
     class OnDevice(np.ndarray):  # a host array standing in for a device one
         def copy_to_host(self):
             return np.asarray(self)
@@ -595,8 +605,9 @@ def test_the_cooperative_launch_uses_the_kernels_own_cached_dispatcher(monkeypat
     monkeypatch.setattr(epochs_cuda, "to_device", lambda *arrays: [a.view(OnDevice)
                                                                    for a in arrays])
     monkeypatch.setattr(epochs_cuda, "check_device_memory", lambda *args: None)
-    monkeypatch.setattr(epochs_cuda, "DeviceGuard", lambda guard, n: type(
-        "NoGuard", (), {"check": lambda *a, **k: None, "close": lambda self: None})())
+    monkeypatch.setattr(epochs_cuda, "DeviceGuard", lambda guard: type(
+        "NoGuard", (), {"flag": np.zeros(1, np.int32), "check_flagged": lambda *a, **k: None,
+                        "close": lambda self: None})())
     heads = np.arange(5000, dtype=np.int32)
     schedule = tuple(np.zeros(5000) for _ in range(4))
     emb = np.zeros((5000, 2), np.float32)
@@ -604,8 +615,8 @@ def test_the_cooperative_launch_uses_the_kernels_own_cached_dispatcher(monkeypat
                                   np.float32(1.5), np.float32(0.9), np.float32(1.0),
                                   np.uint64(3), [np.float32(1.0)] * 4)
     assert len(kernel.compiled) == 1  # once per fit, not per epoch
-    assert len(kernel.compiled[0]) == 15 and kernel.compiled[0][-5:] == (
-        "int64", "float32", "float32", "float32", "float32")
+    assert len(kernel.compiled[0]) == 16 and kernel.compiled[0][-6:] == (
+        "int64", "float32", "float32", "float32", "float32", "ndarray")
     # 5,000 edges need 20 blocks of 256 threads; 3 are resident at once
     assert [config for config, _ in kernel.launches] == [(3, common_cuda.THREADS_PER_BLOCK)] * 4
     assert [int(args[10]) for _, args in kernel.launches] == [0, 1, 2, 3]  # each epoch's
@@ -668,11 +679,12 @@ for name, run in rows.items():
 """)
     found = {line.split()[0]: tuple(map(float, line.split()[1:])) for line in
              out.strip().splitlines()}
-    # launches: GDR the epoch and 2 flags (Y, forces); GDR(normalized) zero, draw, forces,
-    # 2 sums, step and 4 flags (Y, A, R, 1/Z); TSNE forces, 2 sums, step and 4 flags; UMAP
-    # the cooperative epoch and 1 flag
-    assert found == {"gdr": (0.1, 3.0), "gdr-normalized": (0.1, 10.0), "tsne": (0.1, 8.0),
-                     "umap": (0.1, 2.0)}, found
+    # launches: GDR its epoch; GDR(normalized) the draw, the forces (which zero the next
+    # draw's hits), the sum and 1/Z, the step; TSNE the forces, the sum and 1/Z, the step;
+    # UMAP its cooperative epoch. No flag launches: the kernels flag what they write (the
+    # guard is on in every run).
+    assert found == {"gdr": (0.1, 1.0), "gdr-normalized": (0.1, 4.0), "tsne": (0.1, 3.0),
+                     "umap": (0.1, 1.0)}, found
 
 
 def test_device_sums_add_in_a_fixed_order_and_recentre_on_the_device():
@@ -870,13 +882,14 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     f2 = nt.float32[:, ::1]
     csr = (nt.int64[::1], nt.int32[::1], nt.float32[::1])
     signature = (f2, f2, f2, f2, *csr, *csr, nt.boolean, nt.float32, nt.float64,
-                 *(nt.float32,) * 7, nt.uint64)
+                 *(nt.float32,) * 7, nt.uint64, nt.int32[::1])
     for kernel in (gdr._unnormalized_epoch_2d, gdr._unnormalized_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "ld.global.f32" in ptx
     f8 = nt.float64[::1]
     signature = (f2, nt.int64[:, ::1], nt.int32[::1], nt.int32[::1], nt.int64[::1], f8, f8,
-                 f8, f8, nt.uint64, nt.int64, nt.float32, nt.float32, nt.float32, nt.float32)
+                 f8, f8, nt.uint64, nt.int64, nt.float32, nt.float32, nt.float32, nt.float32,
+                 nt.int32[::1])
     for kernel in (umap._sgd_epoch_2d, umap._sgd_epoch_nd):
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0), fastmath=True)
         assert ".entry" in ptx and "cudaCGSynchronize" in ptx  # the grid sync between groups
@@ -908,12 +921,9 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
         (gdr_normalized._draw_shared, (f2, nt.int64, nt.uint64, f2, i1)),
         (gdr_normalized._shared_forces_2d, (f2, f2, f2, nt.float64[::1], *csr, *csr,
                                             nt.boolean, nt.float32, nt.float32, nt.float32,
-                                            i1, f2, nt.int64, nt.float32)),
+                                            i1, f2, nt.int64, nt.float32, i1)),
         (descent.gradient_step_kernel, (f2, f2, f2, nt.float64[::1], f64, f2, f2,
-                                        *(f64,) * 5)),
-        (descent._total_and_inverse, (nt.float64[::1], f64, nt.float64[::1],
-                                      nt.float64[::1])),
-        (common.flag_nonfinite_vector, (nt.float64[::1], nt.int32[::1])),
+                                        *(f64,) * 5, nt.int32[::1])),
         (descent.subtract_kernel, (f2, f1)),
     ]
     for kernel, kernel_signature in compiled:
@@ -923,8 +933,14 @@ def test_the_kernels_compile_for_a_gpu(monkeypatch):
     assert ".entry" in ptx
     from unimap.optimizers.gradient_descent import tsne_cuda
 
+    ptx, _ = cuda.compile_ptx(descent._sum_and_inverse.py_func,
+                              (nt.float64[::1], nt.int64, nt.float64[::1], nt.int32[::1], f64,
+                               nt.float64[::1], nt.float64[::1]), cc=(9, 0))
+    # one integer atomic counts the blocks that arrived; the sums run in a fixed order; the
+    # last block reads the others' partial sums past its L1 cache
+    assert "atom.global.add.u32" in ptx and "atom.global.add.f64" not in ptx
+    assert "ld.global.cg" in ptx
     for kernel, kernel_signature in [
-        (descent._chunk_sums, (nt.float64[::1], nt.int64, nt.float64[::1])),
         (descent._chunk_column_sums, (f2, nt.int64, nt.float64[:, ::1])),
         (descent._column_means, (nt.float64[:, ::1], nt.int64, nt.float64[::1])),
         (descent.subtract_kernel, (f2, nt.float64[::1])),
@@ -1009,7 +1025,7 @@ def test_a_kernel_compiles_for_a_gpu_after_its_cpu_version():
         from unimap.optimizers.umap_sgd import epochs_cuda as umap
         f2, f8 = nt.float32[:, ::1], nt.float64[::1]
         signature = (f2, nt.int64[:, ::1], nt.int32[::1], nt.int32[::1], nt.int64[::1], f8,
-                     f8, f8, f8, nt.uint64, nt.int64, *(nt.float32,) * 4)
+                     f8, f8, f8, nt.uint64, nt.int64, *(nt.float32,) * 4, nt.int32[::1])
         ptx, _ = cuda.compile_ptx(umap._sgd_epoch_2d.py_func, signature, cc=(9, 0),
                                   fastmath=True)
         print("cvt.rmi" in ptx)  # math.floor's rounding towards minus infinity

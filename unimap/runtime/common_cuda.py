@@ -13,8 +13,8 @@ from unimap.runtime.fixed_point_numba import FIXED_ONE, add_fixed
 from unimap.runtime.floor_numba import floor32
 
 __all__ = ["THREADS_PER_BLOCK", "GUARD_EVERY", "DeviceGuard", "on_target", "flag_nonfinite",
-           "flag_nonfinite_vector", "check_device_memory", "cooperative_launcher",
-           "rows_launch", "strided_launch", "to_device", "as_device"]
+           "flag_nonfinite_row", "load_coherent", "check_device_memory",
+           "cooperative_launcher", "rows_launch", "strided_launch", "to_device", "as_device"]
 
 THREADS_PER_BLOCK = 256
 SIMULATED_THREADS = 8  # the simulator runs each thread as a Python thread: keep blocks small
@@ -37,6 +37,19 @@ if not simulated():  # the simulator runs floor32's Python body
             cuda.atomic.add(buffer, (i, d), np.int64(value * FIXED_ONE))
 
         return impl
+
+
+def load_coherent(array, i):
+    """``array[i]``, read past this SM's L1 cache (``ld.global.cg``): for values other
+    blocks of the same launch wrote, which the L1 may hold from an earlier read. The
+    simulator (one block, no caches) reads it as is; on a GPU the overload below serves."""
+    return array[i]
+
+
+if not simulated():
+    @cuda_overload(load_coherent, inline="always")
+    def _load_coherent_cuda(array, i):
+        return lambda array, i: cuda.ldcg(array, i)
 
 
 def on_target(function):
@@ -68,12 +81,14 @@ def flag_nonfinite(X, flag):
                 flag[0] = 1
 
 
-@cuda.jit(cache=True)
-def flag_nonfinite_vector(x, flag):
-    """:func:`flag_nonfinite` of a vector (a device-side ``1/Z``)."""
-    i = cuda.grid(1)
-    if i < x.shape[0] and not math.isfinite(x[i]):
-        flag[0] = 1
+@cuda.jit(device=True, inline="always")
+def flag_nonfinite_row(X, i, flag):
+    """In a kernel that has just written row ``i`` of ``X``: ``flag[0] = 1`` if the row holds
+    a NaN or infinity. A kernel that flags what it writes needs no flag launch of its own
+    (:meth:`DeviceGuard.check_flagged`)."""
+    for c in range(X.shape[1]):
+        if not math.isfinite(X[i, c]):
+            flag[0] = 1
 
 
 GUARD_EVERY = 10  # epochs between two reads of the guard's flag on the host
@@ -82,19 +97,21 @@ GUARD_EVERY = 10  # epochs between two reads of the guard's flag on the host
 class DeviceGuard:
     """A :class:`unimap.runtime.guards.FiniteGuard` (or None) for device arrays.
 
-    Every epoch, :meth:`check` launches a flag kernel over each array, which sets a sticky
-    device flag on a NaN or infinity: launches are queued behind the epoch's, so the host does
-    not wait. Every ``every`` epochs, and at :meth:`close`, the 4-byte flag is read (the only
-    host sync); only when it is set are the arrays copied to the host, where the guard names
-    the first bad row and the epochs since the last read, and raises. A blocking copy per
-    epoch would cost more than GDR's whole epoch at MNIST scale.
+    A NaN or infinity sets a sticky device flag, :attr:`flag`: the epoch's own kernels set it
+    on what they write (:func:`flag_nonfinite_row`; the epoch then calls
+    :meth:`check_flagged`, which launches nothing), or :meth:`check` launches a flag kernel
+    over each array; either way the host does not wait. Every ``every`` epochs, and at
+    :meth:`close`, the 4-byte flag is read (the only host sync); only when it is set are the
+    arrays copied to the host, where the guard names the first bad one and row and the epochs
+    since the last read, and raises. A blocking copy per epoch would cost more than GDR's
+    whole epoch at MNIST scale, and a flag launch per array per epoch more than the flag.
     """
 
-    def __init__(self, guard, n: int, every: int = GUARD_EVERY) -> None:
+    def __init__(self, guard, every: int = GUARD_EVERY) -> None:
         self.guard = guard
         self.every = every
-        self.launch = rows_launch(n)
-        self.flag = None if guard is None else cuda.to_device(np.zeros(1, np.int32))
+        # allocated without a guard too: the kernels that flag their writes take it
+        self.flag = cuda.to_device(np.zeros(1, np.int32))
         self.host_bad = False  # a host array among the checked ones was not finite
         self.since = 0  # the first epoch not yet confirmed finite
         self.pending = None  # the last check's (epoch, embedding, row_ids, others)
@@ -108,10 +125,23 @@ class DeviceGuard:
         for array in (embedding, *others.values()):
             if isinstance(array, np.ndarray):
                 self.host_bad = self.host_bad or not np.isfinite(array).all()
-            elif len(array.shape) == 1:
-                flag_nonfinite_vector[rows_launch(array.shape[0])](array, self.flag)
-            else:
-                flag_nonfinite[self.launch](array, self.flag)
+            else:  # a vector as one column
+                rows = array if len(array.shape) == 2 else array.reshape(array.shape[0], 1)
+                flag_nonfinite[rows_launch(rows.shape[0])](rows, self.flag)
+        self._after(epoch, embedding, row_ids, others)
+
+    def check_flagged(self, epoch: int, embedding, row_ids=None, **others) -> None:
+        """As :meth:`check` after an epoch whose kernels flagged ``embedding`` and ``others``
+        as they wrote them (:func:`flag_nonfinite_row`): no launch; ``others`` are named when
+        the flag is set."""
+        if self.guard is None:
+            return
+        for array in others.values():
+            if isinstance(array, np.ndarray):
+                self.host_bad = self.host_bad or not np.isfinite(array).all()
+        self._after(epoch, embedding, row_ids, others)
+
+    def _after(self, epoch: int, embedding, row_ids, others) -> None:
         self.pending = (epoch, embedding, row_ids, others)
         if self.host_bad or epoch + 1 - self.since >= self.every:
             self._read()

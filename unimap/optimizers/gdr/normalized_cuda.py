@@ -68,8 +68,10 @@ def _draw_shared(Y, n_samples, epoch_hash, positions, hits):
 
 @cuda.jit(fastmath=True, cache=True)
 def _shared_forces_2d(Y, A, R, z_rows, indptr, indices, data, t_indptr, t_indices, t_data,
-                      use_t, attr_scale, a, b, hits, positions, n_samples, scale):
-    """Row i's attraction ``A[i]``, repulsion ``R[i]`` and ``z_rows[i]``."""
+                      use_t, attr_scale, a, b, hits, positions, n_samples, scale, next_hits):
+    """Row i's attraction ``A[i]``, repulsion ``R[i]`` and ``z_rows[i]``; ``next_hits[i]``
+    zeroed for the next iteration's draws (the hits alternate between two buffers, since
+    other rows read row i's hits here: a zeroing launch per iteration saved)."""
     tile = cuda.shared.array((2, SAMPLE_TILE), float32)
     i = cuda.grid(1)
     active = i < Y.shape[0]
@@ -97,21 +99,15 @@ def _shared_forces_2d(Y, A, R, z_rows, indptr, indices, data, t_indptr, t_indice
     if active:
         z_rows[i] = _shared_row(Y, A, R, i, indptr, indices, data, t_indptr, t_indices, t_data,
                                 use_t, attr_scale, a, b, hits, z, r0, r1, scale)
-
-
-@cuda.jit(cache=True)
-def _zero(counts):
-    i = cuda.grid(1)
-    if i < counts.shape[0]:
-        counts[i] = 0
+        next_hits[i] = 0
 
 
 def device_bytes(n: int, nnz: int, transposed_nnz: int, max_samples: int) -> int:
-    """Y, attraction, repulsion, update, gains (float32, 2-D), z rows (float64), hits, the
-    CSR arrays and the samples' positions."""
+    """Y, attraction, repulsion, update, gains (float32, 2-D), z rows (float64), two hit
+    counts, the CSR arrays and the samples' positions."""
     rows = 2 if transposed_nnz else 1
-    return (5 * 4 * 2 * n + 8 * n + 4 * n + rows * 8 * (n + 1) + 8 * (nnz + transposed_nnz)
-            + 8 * max_samples)
+    return (5 * 4 * 2 * n + 8 * n + 2 * 4 * n + rows * 8 * (n + 1)
+            + 8 * (nnz + transposed_nnz) + 8 * max_samples)
 
 
 def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: float,
@@ -132,29 +128,29 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
     update = cuda.to_device(np.zeros_like(Y, dtype=np.float32))
     gains = cuda.to_device(np.ones_like(Y, dtype=np.float32))
     z_rows = cuda.device_array(n, np.float64)
-    hits = cuda.device_array(n, np.int32)
+    hits, next_hits = (cuda.to_device(np.zeros(n, np.int32)) for _ in range(2))
     positions = cuda.device_array((2, max(n_shared.values())), np.float32)
     csr = to_device(*forces.edges, *forces.transposed)
     use_t = forces.transposed[0].shape[0] == n + 1
-    device_guard = DeviceGuard(guard, n)
+    device_guard = DeviceGuard(guard)
     blocks, threads = rows_launch(n)
     seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
     sums = DeviceSums(n, 2)
     for iteration, phase, rate in iterations(phases):
         m = n_shared[forces.negatives_at(iteration)]
         epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
-        _zero[blocks, threads](hits)
         sample_blocks = (m + threads - 1) // threads
         _draw_shared[sample_blocks, threads](d_Y, m, epoch_hash, positions, hits)
         _shared_forces_2d[blocks, threads](
             d_Y, A, R, z_rows, *csr, use_t, forces.scale, forces.a, forces.b, hits,
-            positions, m, np.float32(n / max(m, 1)))
+            positions, m, np.float32(n / max(m, 1)), next_hits)
+        hits, next_hits = next_hits, hits  # zeroed by the forces kernel
         inv_z = sums.inverse_total(z_rows, forces.gamma)  # γ / Z, on the device
         gradient_step_kernel[blocks, threads](d_Y, A, R, inv_z, phase.exaggeration, update,
                                               gains, phase.momentum, rate, min_gain, -1.0,
-                                              float(max_step_norm))
-        device_guard.check(iteration, d_Y, row_ids, **{"the attraction": A,
-                                                       "the repulsion": R, "1/Z": inv_z})
+                                              float(max_step_norm), device_guard.flag)
+        device_guard.check_flagged(iteration, d_Y, row_ids, **{
+            "the attraction": A, "the repulsion": R, "1/Z": inv_z})
         if iteration % center_every == 0:
             sums.recentre(d_Y)
     device_guard.close()

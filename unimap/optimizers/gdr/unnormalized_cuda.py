@@ -23,6 +23,7 @@ from unimap.optimizers.gdr.unnormalized_numba import (
 from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
+    flag_nonfinite_row,
     on_target,
     rows_launch,
     to_device,
@@ -47,25 +48,31 @@ _row_2d, _row_nd, _step = (on_target(f) for f in (unnormalized_row_2d, unnormali
 @cuda.jit(fastmath=True, cache=True)
 def _unnormalized_epoch_2d(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                            use_t, attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr,
-                           momentum, epoch_hash):
-    """One epoch, thread i computing row i's forces and step (see the module docstring)."""
+                           momentum, epoch_hash, flag):
+    """One epoch, thread i computing row i's forces and step (see the module docstring),
+    flagging a non-finite force or position (the flag of
+    :class:`~unimap.runtime.common_cuda.DeviceGuard`)."""
     i = cuda.grid(1)
     if i < Y.shape[0]:
         _row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, False)
         _step(Y, Y_out, F, V, i, clip, lr, momentum)
+        flag_nonfinite_row(F, i, flag)
+        flag_nonfinite_row(Y_out, i, flag)
 
 
 @cuda.jit(fastmath=True, cache=True)
 def _unnormalized_epoch_nd(Y, Y_out, F, V, indptr, indices, data, t_indptr, t_indices, t_data,
                            use_t, attr_scale, n_negatives, rep_weight, a, b, eps, clip, lr,
-                           momentum, epoch_hash):
+                           momentum, epoch_hash, flag):
     """:func:`_unnormalized_epoch_2d` in any dimension."""
     i = cuda.grid(1)
     if i < Y.shape[0]:
         _row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
                 attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, False)
         _step(Y, Y_out, F, V, i, clip, lr, momentum)
+        flag_nonfinite_row(F, i, flag)
+        flag_nonfinite_row(Y_out, i, flag)
 
 
 def device_bytes(n: int, dim: int, nnz: int, transposed_nnz: int) -> int:
@@ -93,7 +100,7 @@ def unnormalized_full_batch_cuda(init: np.ndarray, edges: tuple, transposed: tup
     V = cuda.to_device(np.zeros_like(init, dtype=np.float32))
     csr = to_device(*edges, *transposed)
     use_t = transposed[0].shape[0] == n + 1
-    device_guard = DeviceGuard(guard, n)
+    device_guard = DeviceGuard(guard)
     blocks, threads = rows_launch(n)
     kernel = (_unnormalized_epoch_2d if dim == 2 else _unnormalized_epoch_nd)[blocks, threads]
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
@@ -101,8 +108,8 @@ def unnormalized_full_batch_cuda(init: np.ndarray, edges: tuple, transposed: tup
         kernel(Y, Y_next, F, V, *csr, use_t, f32(attraction_scale), float(n_negatives),
                f32(repulsion_weight), f32(a), f32(b), f32(UMAP_EPS), f32(clip),
                learning_rates[epoch], f32(momentum),
-               np.uint64(hash_combine(seed_hash, np.int64(epoch))))
+               np.uint64(hash_combine(seed_hash, np.int64(epoch))), device_guard.flag)
         Y, Y_next = Y_next, Y
-        device_guard.check(epoch, Y, row_ids, **{"the forces": F})
+        device_guard.check_flagged(epoch, Y, row_ids, **{"the forces": F})
     device_guard.close()
     return Y.copy_to_host()

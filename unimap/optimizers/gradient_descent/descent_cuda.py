@@ -19,7 +19,13 @@ import numpy as np
 from numba import cuda
 
 from unimap.optimizers.gradient_descent.gradient_numba import gradient_step_row
-from unimap.runtime.common_cuda import on_target, rows_launch, strided_launch
+from unimap.runtime.common_cuda import (
+    flag_nonfinite_row,
+    load_coherent,
+    on_target,
+    rows_launch,
+    strided_launch,
+)
 
 __all__ = ["gradient_step_kernel", "subtract_kernel", "DeviceSums", "REDUCE_CHUNK"]
 
@@ -30,13 +36,20 @@ _step_row = on_target(gradient_step_row)
 
 @cuda.jit(cache=True)
 def gradient_step_kernel(Y, A, R, inv_z, exaggeration, update, gains, momentum, learning_rate,
-                         min_gain, max_grad_norm, max_step_norm):
+                         min_gain, max_grad_norm, max_step_norm, flag):
     """Row i of :func:`unimap.optimizers.gradient_descent.gradient_numba.gradient_step` (one Z
-    for all rows: ``inv_z[0]``, a one-element device array)."""
+    for all rows: ``inv_z[0]``, a one-element device array), flagging a non-finite force,
+    1/Z or position in the guard's ``flag`` (:meth:`DeviceGuard.check_flagged
+    <unimap.runtime.common_cuda.DeviceGuard.check_flagged>`: no flag launches)."""
     i = cuda.grid(1)
     if i < Y.shape[0]:
+        flag_nonfinite_row(A, i, flag)
+        flag_nonfinite_row(R, i, flag)
+        if i == 0 and not math.isfinite(inv_z[0]):
+            flag[0] = 1
         _step_row(Y, A, R, inv_z[0], exaggeration, update, gains, momentum, learning_rate,
                   min_gain, max_grad_norm, max_step_norm, i)
+        flag_nonfinite_row(Y, i, flag)
 
 
 @cuda.jit(cache=True)
@@ -49,13 +62,26 @@ def subtract_kernel(Y, mean):
 
 
 @cuda.jit(cache=True)
-def _chunk_sums(values, chunk, out):
-    """``out[q]`` = Σ of ``values`` over rows ``[q·chunk, (q + 1)·chunk)``, in row order."""
-    for q in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        total = 0.0
+def _sum_and_inverse(values, chunk, partial, arrived, numerator, total, inverse):
+    """``total[0]`` = Σ of ``values``, ``inverse[0]`` = numerator / total (infinity when the
+    total is not positive: the guard reports it), in one launch: each chunk of ``chunk`` rows
+    summed in row order into ``partial``, then the chunks' sums in chunk order by the block
+    that finishes last (counted in ``arrived``, which it resets), so the sum is the same
+    whatever order the blocks run in."""
+    for q in range(cuda.grid(1), partial.shape[0], cuda.gridsize(1)):
+        z = 0.0
         for i in range(q * chunk, min(values.shape[0], (q + 1) * chunk)):
-            total += values[i]
-        out[q] = total
+            z += values[i]
+        partial[q] = z
+    cuda.threadfence()  # this thread's partial sums are visible to every block
+    cuda.syncthreads()  # and every thread of the block has written its own
+    if cuda.threadIdx.x == 0 and cuda.atomic.add(arrived, 0, 1) == cuda.gridDim.x - 1:
+        z = 0.0
+        for q in range(partial.shape[0]):
+            z += load_coherent(partial, q)  # past the L1, which may hold stale lines
+        total[0] = z
+        inverse[0] = numerator / z if z > 0.0 else math.inf
+        arrived[0] = 0
 
 
 @cuda.jit(cache=True)
@@ -68,18 +94,6 @@ def _chunk_column_sums(Y, chunk, out):
         for i in range(q * chunk, min(Y.shape[0], (q + 1) * chunk)):
             total += Y[i, c]
         out[q, c] = total
-
-
-@cuda.jit(cache=True)
-def _total_and_inverse(partial, numerator, total, inverse):
-    """``total[0]`` = Σ of ``partial`` in order; ``inverse[0]`` = numerator / total, or
-    infinity when the total is not positive (the guard reports it)."""
-    if cuda.grid(1) == 0:
-        z = 0.0
-        for q in range(partial.shape[0]):
-            z += partial[q]
-        total[0] = z
-        inverse[0] = numerator / z if z > 0.0 else math.inf
 
 
 @cuda.jit(cache=True)
@@ -100,6 +114,7 @@ class DeviceSums:
         self.n = n
         chunks = (n + REDUCE_CHUNK - 1) // REDUCE_CHUNK
         self._partial = cuda.device_array(chunks, dtype=np.float64)
+        self._arrived = cuda.to_device(np.zeros(1, dtype=np.int32))  # _sum_and_inverse's
         self._column_partial = cuda.device_array((chunks, dim), dtype=np.float64)
         self._mean = cuda.device_array(dim, dtype=np.float64)
         self.z = cuda.device_array(1, dtype=np.float64)  # the last inverse_total's sum
@@ -115,15 +130,15 @@ class DeviceSums:
         """Σ of a float64 device vector of length n, on the host (one sync: for the loss and
         the tests, not for the iterations). Its own buffers: the loss runs between a step's
         ``inverse_total`` and the gradient norm that reads :attr:`inv_z`."""
-        _chunk_sums[self._launch](values, REDUCE_CHUNK, self._partial)
-        _total_and_inverse[1, 1](self._partial, 1.0, self._total, self._total_inverse)
+        _sum_and_inverse[self._launch](values, REDUCE_CHUNK, self._partial, self._arrived, 1.0,
+                                       self._total, self._total_inverse)
         return float(self._total.copy_to_host()[0])
 
     def inverse_total(self, values, numerator: float):
         """``numerator / Σ values`` as a one-element device array (:attr:`inv_z`), the sum
         kept in :attr:`z`; nothing crosses to the host."""
-        _chunk_sums[self._launch](values, REDUCE_CHUNK, self._partial)
-        _total_and_inverse[1, 1](self._partial, float(numerator), self.z, self.inv_z)
+        _sum_and_inverse[self._launch](values, REDUCE_CHUNK, self._partial, self._arrived,
+                                       float(numerator), self.z, self.inv_z)
         return self.inv_z
 
     def recentre(self, Y) -> None:

@@ -156,7 +156,7 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
     n = Y.shape[0]
     check_device_memory(device_bytes(n, P.nnz), "TSNE's optimizer on the GPU")
     state = _DeviceState(Y, P)
-    device_guard = DeviceGuard(guard, n)
+    device_guard = DeviceGuard(guard)
     grad_clip = -1.0 if max_grad_norm is None else float(max_grad_norm)
     step_clip = -1.0 if max_step_norm is None else float(max_step_norm)
     checkpoints = Checkpoints(phases, log, callback, callback_every, stopping)
@@ -165,10 +165,10 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
         inv_z = state.forces()  # infinite when Z is not positive: the guard reports it
         gradient_step_kernel[state.launch](state.Y, state.A, state.R, inv_z,
                                            phase.exaggeration, state.update, state.gains,
-                                           phase.momentum, rate, min_gain, grad_clip, step_clip)
-        device_guard.check(iteration, state.Y, row_ids, **{"the attraction": state.A,
-                                                           "the repulsion": state.R,
-                                                           "1/Z": inv_z})
+                                           phase.momentum, rate, min_gain, grad_clip, step_clip,
+                                           device_guard.flag)
+        device_guard.check_flagged(iteration, state.Y, row_ids, **{
+            "the attraction": state.A, "the repulsion": state.R, "1/Z": inv_z})
         if iteration % center_every == 0:
             state.sums.recentre(state.Y)
         done = iteration + 1

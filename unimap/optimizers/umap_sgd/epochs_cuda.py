@@ -28,6 +28,7 @@ from unimap.runtime.common_cuda import (
     DeviceGuard,
     check_device_memory,
     cooperative_launcher,
+    flag_nonfinite_row,
     on_target,
     rows_launch,
     to_device,
@@ -52,9 +53,11 @@ _hash_combine = on_target(hash_combine)
 
 @cuda.jit(fastmath=True, cache=True)
 def _sgd_epoch_2d(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_sample,
-                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
-    """One epoch: each group's edges add their moves, a grid barrier, the points apply them,
-    a barrier before the next group (none after the last: the next launch waits anyway)."""
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha,
+                  flag):
+    """One epoch: each group's edges add their moves, a grid barrier, the points apply them
+    (flagging a non-finite position in the guard's ``flag``), a barrier before the next
+    group (none after the last: the next launch waits anyway)."""
     grid = cuda.cg.this_grid()
     first, stride = cuda.grid(1), cuda.gridsize(1)
     last = group_ptr.shape[0] - 2
@@ -66,13 +69,15 @@ def _sgd_epoch_2d(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_s
         grid.sync()
         for i in range(first, emb.shape[0], stride):
             _apply_moves(i, emb, moves)
+            flag_nonfinite_row(emb, i, flag)
         if g < last:
             grid.sync()
 
 
 @cuda.jit(fastmath=True, cache=True)
 def _sgd_epoch_nd(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_sample,
-                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha):
+                  epochs_per_negative, next_negative, seed_hash, epoch, a, b, gamma, alpha,
+                  flag):
     """:func:`_sgd_epoch_2d` in any dimension."""
     grid = cuda.cg.this_grid()
     first, stride = cuda.grid(1), cuda.gridsize(1)
@@ -85,6 +90,7 @@ def _sgd_epoch_nd(emb, moves, heads, tails, group_ptr, epochs_per_sample, next_s
         grid.sync()
         for i in range(first, emb.shape[0], stride):
             _apply_moves(i, emb, moves)
+            flag_nonfinite_row(emb, i, flag)
         if g < last:
             grid.sync()
 
@@ -114,17 +120,17 @@ def umap_sgd_fit_cuda(emb: np.ndarray, edges: tuple, schedule: tuple, n_epochs: 
     d_emb, d_moves, d_heads, d_tails, d_group_ptr = to_device(
         emb, np.zeros(emb.shape, np.int64), heads, tails, group_ptr)
     d_schedule = to_device(*schedule)  # the next_* arrays advance on the device
-    device_guard = DeviceGuard(guard, n)
+    device_guard = DeviceGuard(guard)
     kernel = _sgd_epoch_2d if dim == 2 else _sgd_epoch_nd
     seed_hash = np.uint64(mix64(np.uint64(seed)))  # numba returns a uint64 as a Python int
     arrays = (d_emb, d_moves, d_heads, d_tails, d_group_ptr, *d_schedule, seed_hash)
     launch = None
     for epoch in range(n_epochs):
-        args = (*arrays, np.int64(epoch), a, b, gamma, alphas[epoch])
+        args = (*arrays, np.int64(epoch), a, b, gamma, alphas[epoch], device_guard.flag)
         if launch is None:  # one compile (or cache load) and occupancy query per fit
             launch = cooperative_launcher(kernel, heads.shape[0], *args)
         launch(*args)
-        device_guard.check(epoch, d_emb, relabel)
+        device_guard.check_flagged(epoch, d_emb, relabel)
         if callback is not None:
             callback(epoch, d_emb.copy_to_host())
     device_guard.close()
@@ -176,7 +182,7 @@ def umap_sgd_place_cuda(head: np.ndarray, tail: np.ndarray, rows: tuple, schedul
     blocks, threads = rows_launch(m)
     _place_rows[blocks, threads](d_head, d_tail, d_indptr, d_indices, *d_schedule, d_keys,
                                  seed_hash, d_alphas, a, b, gamma)
-    device_guard = DeviceGuard(guard, m)
+    device_guard = DeviceGuard(guard)
     device_guard.check(len(alphas) - 1, d_head)
     device_guard.close()
     return d_head.copy_to_host()
