@@ -68,3 +68,34 @@ def test_update_refusals(digits):
         UMAP(n_epochs=10).fit(X[:100]).update(np.zeros((3, 5)))
     with pytest.raises(ValueError, match="a = b = 1"):
         GDR(normalized=True, a=2.0, b=1.0, n_epochs=20).fit(X[:200]).update(X[200:210])
+
+
+@pytest.mark.parametrize("method", [UMAP, GDR])
+def test_update_of_a_unique_model_keeps_every_row(method, digits):
+    # Issue 58: update() of a unique=True model grew from the distinct rows only, so 300 rows
+    # of which 100 repeat, grown by 40, left 240 rows instead of 340, misaligned with the
+    # data. The copies stay at their distinct row's place.
+    X, _ = digits
+    rows = np.vstack([X[:200], X[:100]])
+    model = method(unique=True, n_epochs=30, random_state=0).fit(rows)
+    model.update(X[500:540])
+    assert model.embedding_.shape == (340, 2) and model.unique_inverse_.shape == (340,)
+    np.testing.assert_array_equal(model.embedding_[200:300], model.embedding_[:100])
+    assert len(np.unique(model.unique_inverse_)) == 240
+    # a new point equal to a training row joins that row
+    model.update(X[:3])
+    np.testing.assert_array_equal(model.embedding_[340:343], model.embedding_[:3])
+
+
+def test_a_model_saved_without_its_training_data_refuses_update_and_inverse(digits, tmp_path):
+    # Issue 58: update and inverse_transform raised AttributeError ('TrainingDataDropped'
+    # has no attribute ...) where transform gave a clear error; all three refuse before any
+    # work, naming the operation and the fix.
+    X, _ = digits
+    model = UMAP(n_epochs=20, random_state=0).fit(X[:200])
+    loaded = unimap.load(model.save(tmp_path / "m.unimap", include_training_data=False))
+    for operation, argument in (("update", X[200:205]), ("transform", X[200:205]),
+                                ("inverse_transform", model.embedding_[:3])):
+        with pytest.raises(ValueError, match=f"without its training data.*{operation} needs "
+                           "the training points.*include_training_data=True"):
+            getattr(loaded, operation)(argument)

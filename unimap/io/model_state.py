@@ -278,15 +278,22 @@ class TrainingDataDropped:
     """Stands in for the neighbour index of a model saved with ``include_training_data=False``:
     its fitted attributes are there, but placing new points needs the training data."""
 
+    has_training_data = False
+
     def __init__(self, n_samples: int, metric: str, method: str) -> None:
         self.n_samples_, self.metric, self.method_ = n_samples, metric, method
 
-    def query(self, *args: Any, **kwargs: Any):
-        raise ValueError(
+    def missing(self, what: str) -> ValueError:
+        """The error of ``what`` (``transform``, ``update``, ``inverse_transform``), which
+        needs the dropped rows."""
+        return ValueError(
             "this model was saved without its training data (save(..., "
-            "include_training_data=False)); transform needs the training points' "
+            f"include_training_data=False)); {what} needs the training points and their "
             f"{self.method_!r} neighbour index: save the fitted model again with "
             "include_training_data=True")
+
+    def query(self, *args: Any, **kwargs: Any):
+        raise self.missing("transform")
 
     def with_threads(self, n_threads: int) -> TrainingDataDropped:
         return self

@@ -296,16 +296,21 @@ class NeighborEmbedding(UnimapEstimator):
         """How the CPU-fallback warning names the configuration (e.g. GDR's mode)."""
         return ""
 
-    def _check_new_points(self, X: Any) -> Any:
-        self._check_can_transform()
+    def _check_new_points(self, X: Any, what: str = "transform") -> Any:
+        self._check_can_transform(what)
         X = check_method_input(self._new_input(X), self.metric, square=False)
         self._check_n_features(X, self._n_features_expected)
         return X
 
-    def _check_can_transform(self) -> None:
+    def _check_can_transform(self, what: str = "transform") -> None:
+        """Raise before any work if ``what`` (``transform``, ``update``,
+        ``inverse_transform``) cannot run: not fitted, fitted with ``precomputed_knn``, or
+        loaded from a file saved without the training data."""
         self._check_fitted()
         if self._index is None:
-            raise ValueError("transform is unavailable when fitted with precomputed_knn")
+            raise ValueError(f"{what} is unavailable when fitted with precomputed_knn")
+        if not self._index.has_training_data:
+            raise self._index.missing(what)
 
     @property
     def _n_features_expected(self) -> int:

@@ -114,7 +114,7 @@ class UMAPFamily:
         points are placed by ``transform``, then the whole embedding is optimized again on
         the training rows and ``X`` together, from the current positions (umap-learn's
         ``update``, which also re-optimizes everything)."""
-        self._check_can_transform()
+        self._check_can_transform("update")
         if self.metric == "precomputed":
             raise ValueError("update needs data rows; this model was fitted on precomputed "
                              "distances: refit on the grown distance matrix")
@@ -123,7 +123,7 @@ class UMAPFamily:
                              "point: refit with fit(X, y) on the grown data")
         from unimap.neighbors.graph import prepare_rows
 
-        new = self._check_new_points(X)
+        new = self._check_new_points(X, "update")
         sparse = self._index.is_sparse  # sparse rows stay sparse (the grown fit keeps them so)
         if sparse:
             new = sp.csr_matrix(new, dtype=np.float32)
@@ -131,9 +131,12 @@ class UMAPFamily:
             new = new.toarray()
         placed = self._transform(new)
         old = self._index.indexed_rows()  # dense: the metric's geometry (unit rows for cosine)
+        inverse = self.__dict__.get("unique_inverse_")
+        if inverse is not None:  # every training row, its copies too: one row each after
+            old = old[inverse]
         data = (sp.vstack([old, new], format="csr") if sparse
                 else np.vstack([old, prepare_rows(new, self._index.metric)]))
-        start = np.vstack([self._reference_embedding, placed]).astype(np.float32)
+        start = np.vstack([self.embedding_, placed]).astype(np.float32)
         return self._fit(data, start=start, epoch_share=self._update_epoch_share())
 
     def _update_epoch_share(self) -> float:
@@ -146,7 +149,7 @@ class UMAPFamily:
         from unimap.inverse import inverse_positions
         from unimap.runtime.validation import check_array
 
-        self._check_can_transform()
+        self._check_can_transform("inverse_transform")
         if self.metric == "precomputed":
             raise ValueError("inverse_transform needs data rows; this model was fitted on "
                              "precomputed distances")

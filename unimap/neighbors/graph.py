@@ -143,6 +143,8 @@ class NeighborIndex:
         The number of indexed points.
     """
 
+    has_training_data = True  # the rows transform, update and inverse_transform read
+
     def __init__(self, metric: str = "euclidean", method: str = "auto", n_jobs: int = -1,
                  random_state: int | None = None, device: str = "cpu",
                  metric_kwds: dict | None = None) -> None:
