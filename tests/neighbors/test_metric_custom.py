@@ -102,3 +102,50 @@ def test_a_bad_user_metric_is_refused_by_name(digits, metric, kwds, error, messa
     X, _ = digits
     with pytest.raises(error, match=message):
         UMAP(metric=metric, metric_kwds=kwds, n_epochs=10).fit(X[:100])
+
+
+@numba.njit
+def _raising(a, b):
+    if a[0] > 1e3:
+        raise ValueError("rows this large are out of my range")
+    return np.sqrt(((a - b) ** 2).sum())
+
+
+@numba.njit
+def _nan(a, b):
+    return np.nan
+
+
+@pytest.mark.parametrize("knn_method", ["exact", "nndescent"])
+@pytest.mark.parametrize("metric, message", [
+    (_negative, "metric='_negative' returned the distance -1.0: a metric's distances must be "
+                "finite and non-negative"),
+    (_nan, "metric='_nan' returned the distance nan"),
+    (_raising, "metric='_raising' raised ValueError: rows this large are out of my range"),
+])
+def test_a_bad_user_metric_is_refused_alike_by_every_search(digits, metric, message,
+                                                             knn_method):
+    # Issue 58: above 4,096 points (pynndescent) negative distances were accepted and gave
+    # garbage, NaN came back as "neighbour indices must lie in [0, n)", and an exception in
+    # the metric as numba's SystemError; the exact search refused them by name.
+    X, _ = digits
+    X = X[:200].copy()
+    X[0, 0] = 2e3  # _raising's trigger, in the first rows that both searches reach
+    with pytest.raises(ValueError, match=message):
+        UMAP(metric=metric, knn_method=knn_method, n_epochs=10).fit(X)
+
+
+@numba.njit
+def _negative_far_out(a, b):  # negative only between rows the probe of 64 does not hold
+    if a[0] > 100.0 and b[0] > 100.0:
+        return -1.0
+    return np.sqrt(((a - b) ** 2).sum())
+
+
+def test_pynndescent_graph_of_a_user_metric_is_checked_after_the_probe(digits):
+    X, _ = digits
+    X = X[:300].copy()
+    X[150:, 0] += 200.0  # rows 150 on: _negative_far_out gives -1 between them
+    with pytest.raises(ValueError, match="metric='_negative_far_out' returned the distance "
+                       "-1.0"):
+        UMAP(metric=_negative_far_out, knn_method="nndescent", n_epochs=10).fit(X)

@@ -48,6 +48,7 @@ import copy
 import importlib.util
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,9 +67,12 @@ from unimap.neighbors.metrics import (
     canonical_metric,
     check_metric_data,
     check_metric_kwds,
+    check_user_distances,
     compiled_metric,
     is_general,
     metric_name,
+    probe_user_metric,
+    user_metric_failure,
 )
 from unimap.neighbors.nndescent import NNDescentBackend, SparseNNDescentBackend
 from unimap.neighbors.precomputed import PrecomputedBackend
@@ -167,6 +171,8 @@ class NeighborIndex:
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
         self.n_samples_ = X.shape[0]
         backend = self._new_backend(self._backend_class(X))
+        if callable(self.metric) and backend.own_metric:  # pynndescent runs it unchecked
+            probe_user_metric(self.metric, X, self.metric_kwds)
         self.backend_ = backend.build(self._indexed(X, backend))
         return self
 
@@ -272,7 +278,10 @@ class NeighborIndex:
             graph = stand_in.knn_graph(k)
             return KNNGraph(graph.indices, finish_distances(graph.distances, self.metric),
                             self.metric, graph.method)
-        idx, dist = backend.knn_graph(k)
+        with self._user_metric_errors():
+            idx, dist = backend.knn_graph(k)
+        if callable(self.metric):
+            check_user_distances(self.metric, dist, idx)
         if not backend.own_metric:
             dist = finish_distances(dist, self.metric)
         if backend.self_in_rows:
@@ -309,11 +318,27 @@ class NeighborIndex:
                                  "query of dense training rows: pass it in batches")
             Y = Y.toarray()
         if backend.own_metric:
-            idx, dist = backend.query(Y, k)
+            with self._user_metric_errors():
+                idx, dist = backend.query(Y, k)
+            if callable(self.metric):
+                check_user_distances(self.metric, dist, idx)
             return idx.astype(np.int32), dist.astype(np.float32)
         rows = prepare_sparse(Y, self.metric) if backend.sparse else prepare_rows(Y, self.metric)
         idx, dist = backend.query(rows, k)
         return idx.astype(np.int32), finish_distances(dist, self.metric)
+
+    @contextmanager
+    def _user_metric_errors(self):
+        """A user-defined metric's failures in a backend's search as the exact search
+        reports them (:mod:`unimap.neighbors.metrics`): its exception named instead of numba's
+        ``SystemError``, its negative or non-finite distances refused."""
+        if not callable(self.metric):
+            yield
+            return
+        try:
+            yield
+        except SystemError as exc:
+            raise user_metric_failure(self.metric, exc) from exc.__cause__
 
     @property
     def is_sparse(self) -> bool:

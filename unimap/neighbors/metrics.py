@@ -32,7 +32,8 @@ import numpy as np
 
 __all__ = ["NATIVE_METRICS", "GENERAL_METRICS", "METRIC_ALIASES", "GENERAL_EXACT_MAX_SAMPLES",
            "canonical_metric", "check_metric_kwds", "pairwise", "is_general",
-           "compiled_metric", "metric_name"]
+           "compiled_metric", "metric_name", "check_user_distances", "user_metric_failure",
+           "probe_user_metric"]
 
 NATIVE_METRICS = ("euclidean", "cosine", "correlation", "manhattan")
 GENERAL_METRICS = ("chebyshev", "minkowski", "canberra", "braycurtis", "hamming", "jaccard",
@@ -139,6 +140,8 @@ def _custom(A: np.ndarray, B: np.ndarray, metric: Any, kwds: dict) -> np.ndarray
     try:
         custom_block(np.ascontiguousarray(A, np.float32), np.ascontiguousarray(B, np.float32),
                      compiled_metric(metric), tuple(kwds.values()), out)
+    except SystemError as exc:  # the metric raised inside numba's compiled loop
+        raise user_metric_failure(metric, exc) from exc.__cause__
     except NumbaError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
@@ -146,11 +149,48 @@ def _custom(A: np.ndarray, B: np.ndarray, metric: Any, kwds: dict) -> np.ndarray
             "user-defined metric must be a function of two 1-D float32 arrays (and its "
             "metric_kwds values, in order) returning a number, in the Python numba compiles "
             "(https://numba.readthedocs.io/en/stable/reference/pysupported.html)") from exc
-    if not np.isfinite(out).all() or (out < 0).any():
-        bad = out[~(np.isfinite(out) & (out >= 0))][0]
-        raise ValueError(f"metric={metric_name(metric)!r} returned the distance {float(bad)!r}: a "
-                         "metric's distances must be finite and non-negative")
+    check_user_distances(metric, out)
     return out
+
+
+def check_user_distances(metric: Any, distances: np.ndarray,
+                         indices: np.ndarray | None = None) -> None:
+    """Refuse what a user-defined metric gave, by whichever search: a negative or non-finite
+    distance, or (``indices``, pynndescent's graph) a point left without neighbours, which is
+    what its NaN distances become there. The same rule at every size: the exact search up
+    to ``GENERAL_EXACT_MAX_SAMPLES`` points and pynndescent beyond."""
+    name = metric_name(metric)
+    if indices is not None and (indices < 0).any():
+        raise ValueError(f"metric={name!r} left points without neighbours in pynndescent's "
+                         "search, where it returned NaN or infinite distances: a metric's "
+                         "distances must be finite and non-negative")
+    bad = ~(np.isfinite(distances) & (distances >= 0))
+    if bad.any():
+        raise ValueError(f"metric={name!r} returned the distance {float(distances[bad][0])!r}: "
+                         "a metric's distances must be finite and non-negative")
+
+
+def user_metric_failure(metric: Any, exc: SystemError) -> ValueError:
+    """The error of a user-defined metric that raised inside numba's compiled loops, which
+    numba surfaces as ``SystemError`` ("returned a result with an exception set"), with the
+    metric's own exception (its ``__cause__``) named."""
+    cause = exc.__cause__
+    what = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+    return ValueError(f"metric={metric_name(metric)!r} raised {what}")
+
+
+def probe_user_metric(metric: Any, rows: Any, kwds: Mapping[str, Any] | None,
+                      n_probe: int = 64) -> None:
+    """Run a user-defined metric on the first ``n_probe`` rows against each other, where the
+    exact search would: a function numba cannot compile, one that raises, or distances that
+    are negative or not finite are refused with the same errors before a search that would
+    take them (pynndescent's) begins."""
+    import scipy.sparse as sp
+
+    sample = rows[:n_probe]
+    if sp.issparse(sample):
+        sample = sample.toarray()
+    pairwise(sample, sample, metric, kwds)
 
 
 def _hellinger(A: np.ndarray, B: np.ndarray) -> np.ndarray:
