@@ -139,3 +139,12 @@ def test_embed_takes_text_labels_as_plot_does(tmp_path, data, blobs):
     assert read_labels(labels, 300)[0] == f"type{blobs[1][0]}"
     with pytest.raises(ValueError, match="labels were expected"):
         read_labels(labels, 299 - 1)
+    # Issue 58: a blank line was dropped, so a header and 300 labels one of which is empty
+    # read as 300 rows without a header, every label before the gap a row late. A blank
+    # line is an empty label (unlabelled); blank lines at the end are not rows.
+    gap = tmp_path / "gap.csv"
+    body = labels.read_text().splitlines()
+    gap.write_text("kind\n" + "\n".join(body[:10] + [""] + body[11:]) + "\n\n\n")
+    read = read_labels(gap, 300)
+    assert read[10] == "" and np.array_equal(np.delete(read, 10),
+                                             np.delete(read_labels(labels, 300), 10))

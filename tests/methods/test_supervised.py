@@ -97,6 +97,31 @@ def test_labels_of_any_kind_are_encoded_with_unlabelled_points():
         encode_labels([-1, -1], 2)
 
 
+def test_every_mark_of_an_unlabelled_point_is_one_rule():
+    # Issue 58: pd.NA in a pandas string Series, "" and a text "-1" (a labels file read as
+    # text) were taken as classes; the CLI's help promised "-1 or empty entries are
+    # unlabelled". One rule now serves fit(X, y), the CLI and unimap.tl.
+    pd = pytest.importorskip("pandas")
+    expected = [0, -1, 1, -1, -1, -1, -1]
+    for labels in (pd.Series(["a", pd.NA, "b", "", " -1 ", None, "  "], dtype="string"),
+                   np.array(["a", "", "b", "-1", " ", "", ""]),
+                   np.array(["a", None, "b", math.nan, "", -1, pd.NA], dtype=object)):
+        np.testing.assert_array_equal(encode_labels(labels, 7), expected)
+    np.testing.assert_array_equal(encode_labels(pd.Categorical(["b", None, "a"]), 3),
+                                  [1, -1, 0])
+    assert list(encode_labels([True, False, True], 3)) == [1, 0, 1]  # booleans are classes
+
+
+def test_pandas_na_and_none_give_the_same_supervised_fit(digits):
+    pd = pytest.importorskip("pandas")
+    X, y, _, _ = digits
+    text = np.where(np.arange(len(y)) % 3 == 0, None, y.astype(str)).astype(object)
+    with_none = UMAP(n_epochs=30, random_state=0).fit_transform(X, text)
+    with_na = UMAP(n_epochs=30, random_state=0).fit_transform(
+        X, pd.Series(text, dtype="string"))
+    np.testing.assert_array_equal(with_none, with_na)
+
+
 @pytest.fixture(scope="module")
 def digits():
     from sklearn.datasets import load_digits

@@ -20,6 +20,7 @@ Vectorised NumPy and SciPy: the cost is a few passes over the graph's edges.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,10 @@ def far_distance(target_weight: float) -> float:
 def encode_labels(y: Any, n: int) -> np.ndarray:
     """Category codes (int64, ``-1``: unlabelled) of ``y``, one label per sample.
 
-    Unlabelled points are marked as umap-learn marks them, by ``-1``, or by NaN or None.
-    Labels may be numbers or strings.
+    Unlabelled points are marked as umap-learn marks them, by ``-1``, or by NaN, None,
+    pandas' ``NA`` or an empty text (also ``"-1"`` as text: a labels file read as text);
+    the one rule of every reader of labels (``fit(X, y)``, the CLI's labels files and
+    columns, ``unimap.tl``). Labels may be numbers or strings.
     """
     labels = np.asarray(y)
     if labels.ndim != 1:
@@ -64,17 +67,33 @@ def encode_labels(y: Any, n: int) -> np.ndarray:
 
 
 def _unlabelled(labels: np.ndarray) -> np.ndarray:
+    """Which entries mark an unlabelled point (see :func:`encode_labels`)."""
     if labels.dtype.kind in "iu":
         return labels == -1
     if labels.dtype.kind == "f":
         return np.isnan(labels) | (labels == -1)
     if labels.dtype.kind == "b":
         return np.zeros(labels.shape, dtype=bool)
-    if labels.dtype == object:
-        return np.array([v is None or (isinstance(v, float) and math.isnan(v)) or
-                         (isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                          and v == -1) for v in labels], dtype=bool)
-    return np.zeros(labels.shape, dtype=bool)  # strings: every entry is a label
+    if labels.dtype.kind == "U":
+        text = np.char.strip(labels)
+        return (text == "") | (text == "-1")
+    return np.array([_is_unlabelled(v) for v in labels], dtype=bool)
+
+
+def _is_unlabelled(value: Any) -> bool:
+    """One entry of an object array of labels."""
+    if value is None:
+        return True
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (float, np.floating)):
+        return math.isnan(value) or value == -1
+    if isinstance(value, (int, np.integer)):
+        return value == -1
+    if isinstance(value, str):
+        return value.strip() in ("", "-1")
+    pandas = sys.modules.get("pandas")  # pd.NA, pd.NaT: only where pandas made them
+    return pandas is not None and (value is pandas.NA or value is pandas.NaT)
 
 
 def categorical_intersection(graph: sp.csr_matrix, codes: np.ndarray, far_dist: float,

@@ -377,11 +377,16 @@ def read_labels(path: str | os.PathLike, n: int) -> np.ndarray:
 
 
 def _text_rows(path: Path) -> list[list[str]]:
-    """The non-empty rows of a CSV (TSV for ``.tsv``) file; a byte-order mark (Excel's "CSV
-    UTF-8") is not part of the first field."""
+    """The rows of a CSV (TSV for ``.tsv``) file; a byte-order mark (Excel's "CSV UTF-8")
+    is not part of the first field. A blank line within the file is a row of one empty
+    field (an empty label: dropping it would move every later row up one, and a header
+    would be taken for a label); blank lines at the end are dropped."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
-        return [r for r in csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv"
-                                      else ",") if r]
+        rows = [r or [""] for r in csv.reader(fh, delimiter="\t" if path.suffix.lower() == ".tsv"
+                                              else ",")]
+    while rows and rows[-1] == [""]:
+        rows.pop()
+    return rows
 
 
 def _as_number_column(values: np.ndarray) -> np.ndarray:
