@@ -183,3 +183,19 @@ def test_compare_usage_errors_write_nothing(tmp_path, small, capsys, extra, mess
     assert main(["compare", str(paths["X"]), *extra]) == 2
     assert message in capsys.readouterr().err
     assert set(tmp_path.iterdir()) == before
+
+
+def test_compare_refuses_to_save_an_embedding_over_its_labels(tmp_path, small, capsys):
+    # Issue 58: `compare X.npy --labels out/X_umap.npy --save-embeddings out --methods umap`
+    # replaced its own labels input with the embedding (exit 0). The saved files are checked
+    # against every input before any fit.
+    paths, y = small
+    folder = tmp_path / "out"
+    folder.mkdir()
+    labels = folder / f"{paths['X'].stem}_umap.npy"
+    np.save(labels, y)
+    before = labels.read_bytes()
+    assert main(["compare", str(paths["X"]), "--labels", str(labels), "--methods", "umap",
+                 "--save-embeddings", str(folder), "-o", str(tmp_path / "cmp.png")]) == 2
+    assert "is an input of this command" in capsys.readouterr().err
+    assert labels.read_bytes() == before and not (tmp_path / "cmp.png").exists()

@@ -185,6 +185,14 @@ def _compare(args) -> int:
     refuse_overwriting_inputs({"--output": out}, [args.input, args.labels])
     check_can_draw(out, "then run the comparison again")
     X, labels, name = load_input(args)
+    saved = {}  # each method's embedding file, checked against every input before any fit
+    if args.save_embeddings:
+        folder = Path(args.save_embeddings)
+        saved = {method: file_path(str(folder / f"{name}_{method}.npy"), "--save-embeddings")
+                 for method in methods}
+        refuse_overwriting_inputs({f"--save-embeddings ({method})": target
+                                   for method, target in saved.items()},
+                                  [args.input, args.labels])
     k, seed = 15, args.random_state
     sample = min(args.sample_size, X.shape[0])
     embeddings, rows = {}, []
@@ -210,11 +218,9 @@ def _compare(args) -> int:
     import unimap.plotting as plotting
 
     with contextlib.ExitStack() as stack:  # nothing is renamed into place unless all succeed
-        if args.save_embeddings:
-            folder = Path(args.save_embeddings)
-            for method, embedding in zip(methods, embeddings.values(), strict=True):
-                target = folder / f"{name}_{method}.npy"
-                with open(stack.enter_context(atomic_path(target)), "wb") as fh:
+        for method, embedding in zip(methods, embeddings.values(), strict=True):
+            if method in saved:
+                with open(stack.enter_context(atomic_path(saved[method])), "wb") as fh:
                     np.save(fh, embedding)
         plotting.save_comparison(out, embeddings, labels)
     if args.json:
