@@ -71,6 +71,7 @@ from unimap.neighbors.metrics import (
     compiled_metric,
     is_general,
     metric_name,
+    pairwise_bytes,
     probe_user_metric,
     user_metric_failure,
 )
@@ -481,6 +482,8 @@ def memory_bytes(method: str, n: int, d: int, k: int, metric: str) -> tuple[int,
         return PrecomputedBackend.memory_bytes(n, d, k)
     prepared = n * d * 4 if metric in ("cosine", "correlation") else 0  # normalised rows
     peak, kept = BACKENDS[method].memory_bytes(n, d, k)
+    if method == "exact" and is_general(metric):  # SciPy's float64 copies of row blocks
+        peak += pairwise_bytes(n, d)
     return prepared + peak, prepared + kept
 
 

@@ -33,7 +33,7 @@ import numpy as np
 __all__ = ["NATIVE_METRICS", "GENERAL_METRICS", "METRIC_ALIASES", "GENERAL_EXACT_MAX_SAMPLES",
            "canonical_metric", "check_metric_kwds", "pairwise", "is_general",
            "compiled_metric", "metric_name", "check_user_distances", "user_metric_failure",
-           "probe_user_metric"]
+           "probe_user_metric", "PAIRWISE_BLOCK_BYTES", "pairwise_bytes"]
 
 NATIVE_METRICS = ("euclidean", "cosine", "correlation", "manhattan")
 GENERAL_METRICS = ("chebyshev", "minkowski", "canberra", "braycurtis", "hamming", "jaccard",
@@ -109,16 +109,41 @@ def check_metric_data(metric: str, n_features: int) -> None:
                          f"got {n_features}")
 
 
+PAIRWISE_BLOCK_BYTES = 1 << 27
+"""The float64 copy of a block of rows that :func:`pairwise` hands SciPy at a time (128 MiB):
+``cdist`` computes in float64, and a copy of all the rows of wide data (400 × 1,000,000:
+3.2 GB, twice) outgrew every estimate; two such blocks live at once (:func:`pairwise_bytes`)."""
+
+
+def pairwise_bytes(n: int, d: int) -> int:
+    """The most :func:`pairwise` holds beside its inputs and output, for rows of ``d``
+    features among ``n``: a float64 block of each side."""
+    return 2 * min(PAIRWISE_BLOCK_BYTES, n * d * 8)
+
+
 def pairwise(A: np.ndarray, B: np.ndarray, metric: str,
              kwds: Mapping[str, Any] | None = None) -> np.ndarray:
     """Distances between the rows of ``A`` (m, d) and ``B`` (n, d) for a general metric,
-    float32 of shape (m, n)."""
-    from scipy.spatial.distance import cdist
-
+    float32 of shape (m, n), by blocks of rows whose float64 copies stay within
+    ``PAIRWISE_BLOCK_BYTES`` (every metric here compares rows pair by pair)."""
     metric = canonical_metric(metric)
     kwds = dict(kwds or {})
     if callable(metric):
         return _custom(A, B, metric, kwds)
+    rows = max(1, PAIRWISE_BLOCK_BYTES // (8 * max(1, A.shape[1])))
+    if A.shape[0] <= rows and B.shape[0] <= rows:
+        return _pairwise_block(A, B, metric, kwds)
+    out = np.empty((A.shape[0], B.shape[0]), dtype=np.float32)
+    for a in range(0, A.shape[0], rows):
+        for b in range(0, B.shape[0], rows):
+            out[a:a + rows, b:b + rows] = _pairwise_block(A[a:a + rows], B[b:b + rows],
+                                                          metric, kwds)
+    return out
+
+
+def _pairwise_block(A: np.ndarray, B: np.ndarray, metric: str, kwds: dict) -> np.ndarray:
+    from scipy.spatial.distance import cdist
+
     if metric == "hellinger":
         return _hellinger(A, B)
     if metric == "haversine":
