@@ -65,3 +65,23 @@ def test_inverse_transform_refusals(digits):
     with pytest.raises(NotFittedError):
         UMAP().inverse_transform(np.zeros((2, 2)))
     assert not hasattr(TSNE(), "inverse_transform")  # no kernel to weigh by: refused
+
+
+def test_a_point_far_outside_the_embedding_gets_its_nearest_rows_mean(digits):
+    # Issue 58: 1e20, 1e30 and 3e38 gave NaN rows (float32's squared distances overflowed),
+    # where the docstring promises the mean of the nearest training rows. So far out, the
+    # kernel's weights are equal and the nearest points are the farthest along the direction.
+    X, _ = digits
+    model = UMAP(random_state=0).fit(X[:300])
+    e = model.embedding_.astype(np.float64)
+    for sign in (1.0, -1.0):
+        along = sign * (e[:, 0] + e[:, 1])
+        nearest = np.argsort(-along, kind="stable")[:model.n_neighbors_]
+        expected = X[:300][nearest].mean(axis=0)
+        for value in (1e20, 1e30, 3e38):
+            rebuilt = model.inverse_transform(np.full((1, 2), sign * value, np.float32))
+            assert np.isfinite(rebuilt).all()
+            np.testing.assert_allclose(rebuilt[0], expected, rtol=1e-5, atol=1e-5)
+    # points near the embedding keep the float32 search (bits unchanged there)
+    near = model.inverse_transform(model.embedding_[:20])
+    assert np.isfinite(near).all()
