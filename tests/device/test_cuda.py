@@ -452,6 +452,11 @@ cpu, gpu = (fuzzy_simplicial_set(indices, distances, set_op_mix_ratio=0.4, devic
             for d in ("cpu", "cuda"))
 print("fuzzy", same(cpu[0], gpu[0]) and np.array_equal(cpu[1], gpu[1])
       and np.array_equal(cpu[2], gpu[2]))
+# distances far out of the calibration's range are brought to scale on both (issue 58)
+cpu, gpu = (fuzzy_simplicial_set(indices, distances * np.float32(1e30), device=d)
+            for d in ("cpu", "cuda"))
+print("fuzzy-1e30", same(cpu[0], gpu[0]) and np.array_equal(cpu[1], gpu[1])
+      and np.array_equal(cpu[2], gpu[2]) and float(np.median(cpu[1])) > 1e28)
 for kind, symmetrization, normalize in (("fuzzy", "umap", False), ("fuzzy", "none", True),
                                         ("perplexity", "tsne", True)):
     cpu, gpu = (joint_affinities(indices, distances, kind, symmetrization, normalize, 3.0,
@@ -461,7 +466,7 @@ cpu, gpu = (perplexity_affinities(indices, distances, 3.0, device=d) for d in ("
 print("tsne", same(cpu[0], gpu[0]) and np.array_equal(cpu[1], gpu[1]))
 """)
     results = [line.rsplit(" ", 1) for line in out.strip().splitlines()]
-    assert len(results) == 5 and all(ok == "True" for _, ok in results), out
+    assert len(results) == 6 and all(ok == "True" for _, ok in results), out
 
 
 def test_the_shell_sort_of_a_hubs_row():
