@@ -12,6 +12,7 @@ import copy
 import io
 import json
 import pickle
+import re
 import subprocess
 import sys
 import warnings
@@ -661,3 +662,59 @@ def test_tampered_unique_inverse_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="unique_inverse_"):
         unimap.load(_rewrite(path, tmp_path / "bad.unimap", scramble))
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.nan, "index data has non-finite values"),
+    (np.inf, "index data has non-finite values"),
+    (3e30, "index data has values beyond 1e"),
+])
+def test_index_rows_that_fit_would_refuse_are_refused(value, message, umap_file, tmp_path):
+    # Issue 58: NaN rows loaded and inverse_transform returned NaN; rows x 1e30 loaded and
+    # transform failed deep in SciPy ("negative axis 1 index: -1").
+    def taint(members, header):
+        name = header["index"]["data"]["__array__"]
+        with zipfile.ZipFile(umap_file) as archive:
+            rows = np.lib.format.read_array(io.BytesIO(archive.read(f"{name}.npy")))
+        rows = rows.copy()
+        rows[3, 5] = value
+        members[f"{name}.npy"] = _npy(rows)
+
+    with pytest.raises(ValueError, match=message):
+        unimap.load(_rewrite(umap_file, tmp_path / "bad.unimap", taint))
+
+
+@pytest.mark.parametrize("name", ["knn_dists_", "index.data", "graph_.data"])
+def test_an_oversized_declared_array_is_refused_before_it_is_read(name, umap_file, tmp_path,
+                                                                   monkeypatch):
+    # Issue 58: 1 GiB of zeros compresses to about 1 MB; load allocated it before the shape
+    # check refused it. Now the manifest's size is refused before any array is read.
+    huge = np.zeros(2**28, np.float32)  # 1 GiB declared
+    header_only = _npy(huge[:0]).replace(b"(0,)", b"(268435456,)")
+
+    def declare(members, header):
+        _entry(header, name).update(shape=[2**28])
+        members[f"{name}.npy"] = header_only  # never read: its size is refused first
+        members["header.json"] = header
+
+    import unimap.io.persistence as persistence
+
+    read = []
+    monkeypatch.setattr(persistence, "_read_array", lambda *a: read.append(a) or 1 / 0)
+    with pytest.raises(ValueError, match=f"array '{re.escape(name)}' declares 268435456 values"):
+        unimap.load(_rewrite(umap_file, tmp_path / "big.unimap", declare))
+    assert read == []
+
+
+def test_a_pca_model_with_an_oversized_array_is_refused(tmp_path):
+    from sklearn.datasets import load_digits
+
+    X, _ = load_digits(return_X_y=True)
+    path = unimap.PCA(5).fit(X).save(tmp_path / "pca.unimap")
+
+    def declare(members, header):
+        _entry(header, "components_").update(shape=[5, 2**26])
+        members["header.json"] = header
+
+    with pytest.raises(ValueError, match="array 'components_' declares"):
+        unimap.load(_rewrite(path, tmp_path / "big.unimap", declare))

@@ -26,8 +26,8 @@ import numpy as np
 
 from unimap.runtime.random_streams import FitStreams
 
-__all__ = ["ArrayStore", "TrainingDataDropped", "check_embedding", "check_pca", "decode",
-           "encode", "export_index", "restore_index", "NAME_PATTERN"]
+__all__ = ["ArrayStore", "TrainingDataDropped", "check_declared_sizes", "check_embedding",
+           "check_pca", "decode", "encode", "export_index", "restore_index", "NAME_PATTERN"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
 """Names of stored arrays (and of their members, ``<name>.npy``)."""
@@ -365,8 +365,53 @@ def restore_index(info: Any, arrays: dict[str, np.ndarray], n_samples: int,
     if not (isinstance(data, np.ndarray) or sparse_rows) or data.dtype != np.float32 or (
             data.shape != (n_samples, n_features)):
         raise ValueError(f"index data must be float32 of shape ({n_samples}, {n_features})")
+    values = data.data if sparse_rows else data
+    if not np.isfinite(values).all():
+        raise ValueError("index data has non-finite values")
+    from unimap.runtime.validation import MAX_FEATURE_MAGNITUDE
+
+    if values.size and float(np.abs(values).max()) > MAX_FEATURE_MAGNITUDE:
+        raise ValueError(f"index data has values beyond {MAX_FEATURE_MAGNITUDE:.0e}, which "
+                         "fit refuses (their squared distances overflow the float32 search)")
     if sparse_rows:  # the searches walk sorted, distinct columns
         from unimap.neighbors.sparse_rows import canonical_csr
 
         data = canonical_csr(data)
     return index.restore(method, n_samples, data, info, read)
+
+
+DECLARED_SIZE_FACTOR = 4
+"""How many times its points × columns a model's largest array may hold (the graph's 2·n·k
+edges, the precomputed index's n × n distances and the HNSW projection all stay below it)."""
+
+
+def check_declared_sizes(attributes: Any, entries: list[dict]) -> None:
+    """Refuse, before any array is read, a manifest entry with more values than its model
+    can hold: a member of zeros compresses about 1,000 times, so a 1 MB file may declare
+    1 GiB, which reading would allocate before the shape checks refuse it. The bound is
+    :data:`DECLARED_SIZE_FACTOR` × points × columns, read from the header's integers and the
+    manifest's shape of ``embedding_`` (``n_components_`` × ``n_features_in_`` for PCA)."""
+    if not isinstance(attributes, dict):
+        return  # the restore names the malformed header
+    shapes = {entry["name"]: entry["shape"] for entry in entries}
+
+    def count(attr: str) -> int:
+        value = attributes.get(attr)
+        return value if type(value) is int and value > 0 else 1
+
+    reference = attributes.get("embedding_")
+    name = reference.get("__array__") if isinstance(reference, dict) else None
+    embedding = shapes.get(name) if isinstance(name, str) else None
+    columns = count("n_features_in_")
+    if embedding is not None and len(embedding) == 2:
+        rows = embedding[0]
+        columns = max(columns, 4 * count("n_neighbors_"), embedding[1], 64)
+    else:
+        rows = count("n_components_")
+    limit = DECLARED_SIZE_FACTOR * rows * columns + 4096
+    for entry in entries:
+        values = int(np.prod(entry["shape"], dtype=np.float64))
+        if values > limit:
+            raise ValueError(f"array {entry['name']!r} declares {values} values; a model of "
+                             f"{rows} points and {columns} columns holds at most {limit} in "
+                             "one array")

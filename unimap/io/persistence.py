@@ -59,6 +59,7 @@ import numpy as np
 from unimap.io.model_state import (
     NAME_PATTERN,
     ArrayStore,
+    check_declared_sizes,
     check_embedding,
     check_pca,
     decode,
@@ -178,9 +179,10 @@ def load(path: str | os.PathLike) -> Any:
             referenced = _referenced_arrays({k: v for k, v in header.items() if k != "arrays"})
             # only the arrays the parameters, attributes and index refer to are read: an
             # extra member of a tampered file (1 GiB from a 1 MB file) stays on disk
-            arrays = {entry["name"]: _read_array(archive, entry)
-                      for entry in _check_manifest(header, archive)
-                      if entry["name"] in referenced}
+            entries = [entry for entry in _check_manifest(header, archive)
+                       if entry["name"] in referenced]
+            check_declared_sizes(header.get("attributes"), entries)
+            arrays = {entry["name"]: _read_array(archive, entry) for entry in entries}
     except _ZIP_ERRORS as exc:  # truncated or corrupted members, CRC errors
         raise ValueError(f"cannot load {where}: damaged zip member ({exc})") from None
     except ValueError as exc:
