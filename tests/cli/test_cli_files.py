@@ -148,3 +148,30 @@ def test_embed_takes_text_labels_as_plot_does(tmp_path, data, blobs):
     read = read_labels(gap, 300)
     assert read[10] == "" and np.array_equal(np.delete(read, 10),
                                              np.delete(read_labels(labels, 300), 10))
+
+
+@pytest.mark.parametrize("labels", [np.arange(299) % 3, np.zeros((300, 2)), np.zeros((1, 300))])
+def test_labels_of_the_wrong_shape_are_refused_before_the_fit(tmp_path, data, labels, capsys,
+                                                              monkeypatch):
+    # Issue 58: a .npy of 299 labels (or a 2-D one) for 300 points ran the fit, wrote o.npy,
+    # then failed with "drawing failed".
+    _fit_must_not_run(monkeypatch)
+    np.save(tmp_path / "y.npy", labels)
+    assert main(["embed", str(data), "--labels", str(tmp_path / "y.npy"),
+                 "-o", str(tmp_path / "o.png")]) == 1
+    assert f"labels of shape {labels.shape}; 300 labels were expected" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy", "y.npy"]
+
+
+def test_the_default_embedding_file_never_lands_on_the_labels(tmp_path, data, capsys):
+    # Issue 58: `embed x.npy --labels cells.npy -o cells.png` failed with "--embedding
+    # 'cells.npy' is an input" though no --embedding was given; the default name beside the
+    # picture now steps aside for the labels as it does for the input.
+    labels = tmp_path / "cells.npy"
+    np.save(labels, np.arange(300) % 3)
+    before = labels.read_bytes()
+    assert main(["embed", str(data), "--labels", str(labels), "-o", str(tmp_path / "cells.png"),
+                 "--n-epochs", "10"]) == 0
+    assert labels.read_bytes() == before
+    assert np.load(tmp_path / "cells.umap.npy").shape == (300, 2)
+    np.testing.assert_array_equal(np.load(labels), np.arange(300) % 3)

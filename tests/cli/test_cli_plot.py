@@ -113,7 +113,7 @@ def test_plot_svg_of_200k_points_stays_small(tmp_path):
      (["-o", "map.html", "--hover", "ink"], 2, "name columns of --data"),
      (["-o", "map.png", "--color-by", "ink"], 2, "--color-by names a column"),
      (["-o", "map.html", "--data", "META", "--color-by", "nope"], 1, "has no column 'nope'"),
-     (["-o", "map.html", "--labels", "SHORT"], 1, "has 10 rows but the embedding has 300"),
+     (["-o", "map.html", "--labels", "SHORT"], 1, "holds labels of shape (10,); 300 labels"),
      (["-o", "map.html", "--data", "missing.csv"], 1, "not found")],
 )
 def test_plot_errors(tmp_path, small, capsys, extra, status, message):

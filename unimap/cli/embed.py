@@ -139,7 +139,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     embed.add_argument("--supervised", action="store_true",
                        help=", ".join(k for k, (_, v) in variants.items() if v.supervised)
                        + ": fit with the labels (--labels or "
-                       "--label-column) as y; -1 or empty entries are unlabelled")
+                       "--label-column) as y; -1, NaN, NA and empty or '-1' text entries "
+                       "are unlabelled")
     embed.add_argument("--densmap", action="store_true", default=None,
                        help=_for("densmap", variants, defaults=False)
                        + ": densMAP, which keeps the data's local densities")
@@ -270,8 +271,11 @@ def _embedding_of(args, picture: Path | None, key: str) -> Path | None:
         return None
     default = (picture.with_suffix(".npy") if picture is not None
                else Path(f"{Path(args.input).stem}_{key}.npy"))
-    if Path(args.input).is_file() and same_file(default, args.input):
-        # `embed x.npy -o x.png`: the embedding beside the picture, but never over the input
+    inputs = [args.input, getattr(args, "labels", None)]
+    if any(source and Path(source).is_file() and same_file(default, source)
+           for source in inputs):
+        # `embed x.npy -o x.png` (or `--labels cells.npy -o cells.png`): the embedding beside
+        # the picture, but never over an input
         default = default.with_name(f"{default.stem}.{args.method}.npy")
     return output_path(str(default), "--embedding")
 

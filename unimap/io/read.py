@@ -366,7 +366,13 @@ def read_labels(path: str | os.PathLike, n: int) -> np.ndarray:
     if not path.is_file():
         raise FileNotFoundError(f"labels file not found: {path}")
     if path.suffix.lower() == ".npy":
-        return np.load(path, allow_pickle=False).reshape(-1)
+        labels = np.load(path, allow_pickle=False)
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = labels[:, 0]
+        if labels.ndim != 1 or labels.shape[0] != n:
+            raise ValueError(f"{path} holds labels of shape {labels.shape}; {n} labels were "
+                             f"expected, one per row (shape ({n},))")
+        return labels
     rows = _text_rows(path)
     if any(len(row) != 1 for row in rows):
         raise ValueError(f"{path}: a labels file has one column, one label per row")
