@@ -215,6 +215,12 @@ def test_metrics_other_than_euclidean(blobs):
     D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
     emb = TSNE(metric="precomputed", init="random", max_iter=300, random_state=0).fit_transform(D)
     assert knn_accuracy_loo(emb, y, 10) > 0.95
+    # Issue 58: the default init='pca' refused precomputed distances; it becomes the
+    # spectral start, warned about and recorded, as openTSNE does
+    with pytest.warns(UserWarning, match="using init='spectral'"):
+        model = TSNE(metric="precomputed", max_iter=300, random_state=0).fit(D)
+    assert model.init == "pca" and model.init_ == "spectral"
+    assert knn_accuracy_loo(model.embedding_, y, 10) > 0.95
 
 
 # -- transform -----------------------------------------------------------------------------

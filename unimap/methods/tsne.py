@@ -10,6 +10,7 @@ phases, momentum and gains (:mod:`unimap.optimizers.gradient_descent.descent`); 
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,7 +114,8 @@ class TSNE(NeighborEmbedding):
     init : {"pca", "random", "spectral"} or ndarray of shape (n_samples, n_components), \
 default="pca"
         Start; ``"pca"``, ``"spectral"`` (of P) and ``"random"`` are scaled to standard
-        deviation 1e-4; an array is used as given.
+        deviation 1e-4; an array is used as given. With ``metric="precomputed"``, ``"pca"``
+        becomes ``"spectral"`` with a warning (``init_``), as in openTSNE.
     dof : float, default=1.0
         Degrees of freedom α of the kernel ``(1 + d²/α)^-α``; 1 is t-SNE's Cauchy kernel,
         smaller values give heavier tails and finer clusters (Kobak et al. 2019).
@@ -299,10 +301,16 @@ default="pca"
         from unimap.affinity.perplexity import effective_perplexity, perplexity_neighbors
 
         perplexity = effective_perplexity(self.perplexity, n, stacklevel=4)
+        init = self.init
+        if isinstance(init, str) and init == "pca" and self.metric == "precomputed":
+            # the default start needs feature vectors; openTSNE makes the same switch
+            warnings.warn("init='pca' needs feature vectors, not distances; using "
+                          "init='spectral' (recorded in init_)", stacklevel=4)
+            init = "spectral"
         return TSNEPlan(method_=self._resolve_method(n), perplexity_=perplexity,
                         **self._learning_rates(n),
                         n_neighbors_=perplexity_neighbors(perplexity, n - 1) + 1,
-                        n_epochs_=self._max_iter, init_=self.init)
+                        n_epochs_=self._max_iter, init_=init)
 
     def _check_param_relations(self) -> None:
         for old, new in (("n_iter", "max_iter"), ("theta", "angle")):
@@ -477,8 +485,6 @@ default="pca"
 
 
 def _warn_renamed(old: str, new: str) -> None:
-    import warnings
-
     warnings.warn(f"TSNE's {old} is deprecated and will be removed: use {new}, which means the "
                   f"same (openTSNE's n_iter=N, which counts only the iterations after early "
                   f"exaggeration, is max_iter=early_exaggeration_iter + N)" if old == "n_iter"
