@@ -70,3 +70,21 @@ def test_constant_data_has_zero_variance_and_finite_output():
     Z = PCA(2).fit_transform(np.ones((10, 3)))
     assert np.isfinite(Z).all()
     np.testing.assert_allclose(Z, 0.0)
+
+
+def test_integers_beyond_float32_and_huge_floats_are_computed_in_float64():
+    # Issue 58: int64 values near 2**62 were cast to float32, whose products overflowed
+    # (the scatter was infinite: "array must not contain infs or NaNs").
+    from sklearn.decomposition import PCA as SkPCA
+
+    X = np.random.default_rng(0).integers(-2**62, 2**62, size=(60, 4), dtype=np.int64)
+    ours = PCA(4).fit(X)
+    assert ours.components_.dtype == np.float64
+    np.testing.assert_allclose(ours.explained_variance_ratio_,
+                               SkPCA(4).fit(X).explained_variance_ratio_, rtol=1e-9)
+    np.testing.assert_allclose(ours.inverse_transform(ours.transform(X)), X, rtol=1e-9)
+    small = PCA(2).fit(X % 1000)  # integers float32 holds exactly stay float32
+    assert small.components_.dtype == np.float32
+    with pytest.warns(UserWarning, match="PCA computes in float64"):
+        big = PCA(2).fit(X.astype(np.float32))
+    assert np.isfinite(big.explained_variance_).all()

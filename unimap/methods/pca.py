@@ -260,6 +260,23 @@ class PCA(UnimapEstimator):
 
 
 def _check_input(X: Any) -> np.ndarray:
+    """X as a dense float array: float32 or float64 as given, integers as float32 unless
+    float32 would round them (beyond 2²⁴: float64, as scikit-learn takes every integer), and
+    float32 values beyond ``MAX_FEATURE_MAGNITUDE`` in float64, with a warning: their
+    float32 products overflow (int64 values near 2⁶² made the scatter infinite, issue 58)."""
+    from unimap.runtime.validation import MAX_FEATURE_MAGNITUDE
+
     if sp.issparse(X):
         X = check_array(X, accept_sparse=True, dtype=None).toarray()
-    return check_array(X, dtype=None)
+    raw = X if isinstance(X, np.ndarray) else np.asarray(X)
+    if raw.dtype.kind in "iu" and raw.size and (
+            max(abs(int(raw.min())), abs(int(raw.max()))) > 2**24):
+        return check_array(X, dtype=np.float64)
+    X = check_array(X, dtype=None)
+    if X.dtype == np.float32 and X.size and float(np.abs(X).max()) > MAX_FEATURE_MAGNITUDE:
+        import warnings
+
+        warnings.warn(f"X has values up to {float(np.abs(X).max()):.3g}, whose float32 "
+                      "products overflow; PCA computes in float64", stacklevel=4)
+        X = X.astype(np.float64)
+    return X
