@@ -175,3 +175,27 @@ def test_the_default_embedding_file_never_lands_on_the_labels(tmp_path, data, ca
     assert labels.read_bytes() == before
     assert np.load(tmp_path / "cells.umap.npy").shape == (300, 2)
     np.testing.assert_array_equal(np.load(labels), np.arange(300) % 3)
+
+
+def test_quiet_prints_nothing_not_even_a_warning(tmp_path, data, capsys):
+    # Issue 58: -q still printed the n_neighbors warning.
+    import warnings
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        assert main(["embed", str(data), "-q", "--n-neighbors", "500", "--no-plot",
+                     "--embedding", str(tmp_path / "e.npy"), "--n-epochs", "10"]) == 0
+    assert shown == [] and capsys.readouterr() == ("", "")
+    with pytest.warns(UserWarning, match="n_neighbors=500 is larger"):
+        assert main(["embed", str(data), "--n-neighbors", "500", "--no-plot",
+                     "--embedding", str(tmp_path / "f.npy"), "--n-epochs", "10"]) == 0
+
+
+def test_plot_of_a_one_column_file_is_a_bad_input(tmp_path, capsys):
+    # Issue 58: exit 2 (a usage error) where docs/cli.md gives 1 for a bad file
+    np.save(tmp_path / "one.npy", np.arange(10.0)[:, None])
+    assert main(["plot", str(tmp_path / "one.npy"), "-o", str(tmp_path / "one.png")]) == 1
+    assert "has 1 column; a picture needs 2" in capsys.readouterr().err
+    # asking for one component where a picture is drawn stays a usage error
+    assert main(["embed", str(tmp_path / "one.npy"), "--n-components", "1",
+                 "-o", str(tmp_path / "e.png")]) == 2

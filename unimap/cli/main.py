@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from unimap.cli import embed, evaluate, info, plot, transform
 from unimap.cli.common import UsageError
@@ -64,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        with warnings.catch_warnings():
+            if getattr(args, "quiet", False):
+                # -q prints nothing on success; what a warning says about an adjusted
+                # parameter stays in the fitted attributes (and --json's summary)
+                warnings.simplefilter("ignore")
+            return args.run(args)
     except KeyboardInterrupt:
         # one line, as for any other failure; every file is written atomically, so none is
         # left half-written (those finished before the interrupt stay)

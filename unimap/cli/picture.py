@@ -56,11 +56,14 @@ def parse_dims(text: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
-def check_dims(n_columns: int, dims: tuple[int, int] | None, source: str) -> None:
+def check_dims(n_columns: int, dims: tuple[int, int] | None, source: str, *,
+               is_file: bool = False) -> None:
     """A picture shows two columns: ``source`` (what has ``n_columns``) needs exactly two,
-    or ``dims`` naming two of its columns."""
+    or ``dims`` naming two of its columns. A file of one column is a bad input (ValueError,
+    exit 1), an option asking for one a usage error (exit 2), as docs/cli.md states."""
     if n_columns < 2:
-        raise UsageError(f"{source} has {n_columns} column; a picture needs 2")
+        error = ValueError if is_file else UsageError
+        raise error(f"{source} has {n_columns} column; a picture needs 2")
     if dims is None and n_columns > 2:
         raise UsageError(f"{source} has {n_columns} columns; name the two to draw with "
                          "--dims (e.g. --dims 0,1)")

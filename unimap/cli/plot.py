@@ -130,7 +130,7 @@ def _plot(args) -> int:
         embedding, source = read_embedding(args.embedding, None), args.embedding
     if embedding.ndim != 2:
         raise ValueError(f"{source}: an embedding is a table, got shape {embedding.shape}")
-    check_dims(embedding.shape[1], dims, source)
+    check_dims(embedding.shape[1], dims, source, is_file=True)
     embedding = two_columns(embedding, dims)
     n = embedding.shape[0]
     columns: dict[str, np.ndarray] = {}
