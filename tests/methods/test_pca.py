@@ -88,3 +88,12 @@ def test_integers_beyond_float32_and_huge_floats_are_computed_in_float64():
     with pytest.warns(UserWarning, match="PCA computes in float64"):
         big = PCA(2).fit(X.astype(np.float32))
     assert np.isfinite(big.explained_variance_).all()
+
+
+def test_inverse_transform_beyond_the_range_is_refused():
+    # found by tests/methods/test_contract.py: Z of 3e38 came back with infinities
+    rotated = np.random.default_rng(0).standard_normal((50, 2)) @ [[1.0, 1.0], [-1.0, 1.0]]
+    pca = PCA(2).fit(rotated.astype(np.float32))  # axes along the diagonals: 0.7 each
+    with pytest.raises(ValueError, match="beyond 3.4e\\+38"):
+        pca.inverse_transform(np.full((2, 2), 3e38, np.float32))
+    assert np.isfinite(pca.inverse_transform(np.full((2, 2), 1e30, np.float32))).all()

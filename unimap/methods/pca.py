@@ -167,7 +167,13 @@ class PCA(UnimapEstimator):
             )
         if self.whiten:
             Z = Z * np.sqrt(self.explained_variance_)
-        return (Z @ self.components_ + self.mean_).astype(self.components_.dtype, copy=False)
+        dtype = self.components_.dtype
+        with np.errstate(over="ignore", invalid="ignore"):
+            X = (Z @ self.components_ + self.mean_).astype(dtype, copy=False)
+        if not np.isfinite(X).all():
+            raise ValueError(f"Z maps to values beyond {np.finfo(dtype).max:.3g}, the range "
+                             f"of this PCA's {dtype} components")
+        return X
 
     @property
     def _n_features_out(self) -> int:
