@@ -3,9 +3,15 @@
 Checks what a long-lived process (a notebook kernel, a web service, a Dask worker) relies on:
 every result finite, no hang (each fork child and thread batch has a timeout), and memory
 flat (the resident set after the warm-up rounds against the end). Each round draws a method
-(UMAP, GDR in both modes, TSNE, PCA), a size and a width, fits and places 20 new points; every
-4th round runs two fits at once in threads, every 6th forks a child that fits and places
-(after the parent has run the kernels: the case numba's OpenMP layer killed).
+(UMAP, GDR in both modes, TSNE, PCA), a size, a width and a feature, fits and places 20 new
+points; every 4th round runs two fits at once in threads, every 6th forks a child that fits
+and places (after the parent has run the kernels: the case numba's OpenMP layer killed).
+
+The features (:data:`FEATURES`, issue 58): plain rows; ``update`` with 20 more rows
+(``embedding_`` must grow by them); ``unique=True`` on rows of which a third repeat;
+a user-defined numba metric; sparse CSR rows; a save and load round trip in memory-backed
+temporary files (the loaded model must place the points bitwise as the fitted one);
+``inverse_transform`` of the placed points. A method that lacks a feature runs plain.
 
 Example::
 
@@ -15,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing as mp
 import sys
 import threading
@@ -27,16 +34,36 @@ from _harness import machine_description
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "soak.md"
 SIZES, WIDTHS = (200, 600, 1500, 3000), (5, 30, 100)
+FEATURES = ("plain", "update", "unique", "user_metric", "sparse", "save_load", "inverse")
+NEIGHBOR_METHODS = ("umap", "gdr", "gdr_normalized")
 
 
-def _estimator(name: str, seed: int) -> Any:
+@functools.cache
+def _user_l1():
+    """A user's metric: numba-compiled L1, as umap-learn's users write them (defined once,
+    as a user's module would)."""
+    import numba
+
+    @numba.njit(cache=False)
+    def user_l1(x, y):
+        total = 0.0
+        for i in range(x.shape[0]):
+            total += abs(x[i] - y[i])
+        return total
+
+    return user_l1
+
+
+def _estimator(name: str, seed: int, **options: Any) -> Any:
     import unimap
 
     return {
-        "umap": lambda: unimap.UMAP(n_epochs=60, random_state=seed),
-        "gdr": lambda: unimap.GDR(n_epochs=60, random_state=seed),
-        "gdr_normalized": lambda: unimap.GDR(normalized=True, n_epochs=60, random_state=seed),
-        "tsne": lambda: unimap.TSNE(max_iter=150, early_exaggeration_iter=50, random_state=seed),
+        "umap": lambda: unimap.UMAP(n_epochs=60, random_state=seed, **options),
+        "gdr": lambda: unimap.GDR(n_epochs=60, random_state=seed, **options),
+        "gdr_normalized": lambda: unimap.GDR(normalized=True, n_epochs=60, random_state=seed,
+                                             **options),
+        "tsne": lambda: unimap.TSNE(max_iter=150, early_exaggeration_iter=50,
+                                    random_state=seed),
         "pca": lambda: unimap.PCA(2, random_state=seed),
     }[name]()
 
@@ -47,14 +74,49 @@ def _data(n: int, d: int, seed: int) -> np.ndarray:
     return (centres[rng.integers(0, 8, n)] + rng.normal(size=(n, d))).astype(np.float32)
 
 
-def one_fit(task: tuple[str, int, int, int]) -> bool:
-    """Fit and place 20 new points; True if everything came back finite."""
-    name, n, d, seed = task
-    X = _data(n, d, seed)
-    model = _estimator(name, seed)
+def _finite(*arrays: Any) -> bool:
+    return all(bool(np.isfinite(np.asarray(a)).all()) for a in arrays)
+
+
+def one_fit(task: tuple[str, int, int, int, str]) -> bool:
+    """Fit with the task's feature and place 20 new points; True if everything came back
+    finite and aligned."""
+    import tempfile
+
+    import scipy.sparse as sp
+
+    import unimap
+
+    name, n, d, seed, feature = task
+    if name not in NEIGHBOR_METHODS and feature not in ("plain", "save_load"):
+        feature = "plain"
+    X, new = _data(n, d, seed), _data(20, d, seed + 1)
+    options: dict[str, Any] = {}
+    if feature == "unique":
+        X[1::3] = X[0::3][: len(X[1::3])]  # every third row repeats the one before it
+        options["unique"] = True
+    elif feature == "user_metric":
+        options["metric"] = _user_l1()
+    elif feature == "sparse":
+        X[np.abs(X) < 1.0] = 0
+        new[np.abs(new) < 1.0] = 0
+        X, new = sp.csr_matrix(X), sp.csr_matrix(new)
+    model = _estimator(name, seed, **options)
     embedding = model.fit_transform(X)
-    placed = model.transform(_data(20, d, seed + 1))
-    return bool(np.isfinite(embedding).all() and np.isfinite(placed).all())
+    placed = model.transform(new)
+    ok = _finite(embedding, placed) and embedding.shape[0] == n and placed.shape[0] == 20
+    if feature == "update":
+        model.update(new)
+        ok = ok and model.embedding_.shape[0] == n + 20 and _finite(model.embedding_)
+    elif feature == "inverse":
+        rows = model.inverse_transform(placed)
+        ok = ok and rows.shape == (20, d) and _finite(rows)
+    elif feature == "save_load":
+        with tempfile.TemporaryDirectory() as folder:
+            path = model.save(Path(folder) / "model.unimap")
+            again = unimap.load(path)
+        ok = ok and bool(np.array_equal(again.transform(new), model.transform(new)))
+    return ok
 
 
 def _in_child(task: tuple, queue: Any) -> None:
@@ -119,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     memory: list[float] = []
     start = time.perf_counter()
     for r in range(args.rounds):
-        def task(offset: int = 0, r: int = r) -> tuple[str, int, int, int]:
+        def task(offset: int = 0, r: int = r) -> tuple[str, int, int, int, str]:
             return (methods[int(rng.integers(len(methods)))], int(rng.choice(SIZES)),
-                    int(rng.choice(WIDTHS)), r * 10 + offset)
+                    int(rng.choice(WIDTHS)), r * 10 + offset,
+                    FEATURES[int(rng.integers(len(FEATURES)))])
 
         if r % 6 == 5:
             ok = [_forked(task(), args.timeout)]
@@ -145,10 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- Command: `python benchmarks/soak.py {' '.join(argv or sys.argv[1:])}`".rstrip(),
         "",
-        f"- Rounds: {args.rounds}; fits (each with a transform of 20 points): {counts['fits']}, "
+        f"- Rounds: {args.rounds}; fits (each with a transform of 20 points and one of the "
+        f"features {', '.join(FEATURES)}): {counts['fits']}, "
         f"of which {counts['threaded']} two at a time in threads and {counts['forked']} in "
         "forked children",
-        f"- Results not finite: {counts['not finite']}; hangs: 0 (each child and thread batch "
+        f"- Results not finite or not aligned: {counts['not finite']}; hangs: 0 (each child "
+        "and thread batch "
         f"had {args.timeout:.0f} s)",
         f"- Resident memory after round {args.warmup}: {base:.0f} MiB; at the end: "
         f"{memory[-1]:.0f} MiB; largest: {max(memory):.0f} MiB",
