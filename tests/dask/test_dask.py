@@ -249,3 +249,25 @@ def test_import_unimap_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("make", [lambda: unimap.UMAP(n_epochs=10),
+                                  lambda: unimap.GDR(n_epochs=10),
+                                  lambda: unimap.TSNE(max_iter=10)])
+def test_a_neighbour_embedding_refuses_to_gather_a_dask_array(make):
+    # Issue 55: GDR().fit(dask_array) gathered the whole array into the client silently.
+    rows = np.random.default_rng(0).standard_normal((320, 20)).astype(np.float32)
+    X = da.from_array(rows[:300], chunks=100)
+    est = make()
+    with pytest.raises(ValueError, match=r"does not gather a dask collection of shape "
+                                         r"\(300, 20\).*X.compute\(\).*docs/dask.md"):
+        est.fit(X)
+    assert not hasattr(est, "embedding_")
+    with pytest.raises(ValueError, match="does not gather"):
+        make().fit(rows[:300], da.from_array(np.zeros(300), chunks=100))
+    if isinstance(est, (unimap.UMAP, unimap.GDR)):
+        est.fit(rows[:300])
+        before = est.embedding_.copy()
+        with pytest.raises(ValueError, match="update fits in this process"):
+            est.update(da.from_array(rows[300:320], chunks=10))
+        np.testing.assert_array_equal(est.embedding_, before)

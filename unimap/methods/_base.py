@@ -29,9 +29,11 @@ from unimap.runtime.validation import (
     check_embedding_finite,
     check_method_input,
     is_dask_collection,
+    refuse_dask_fit,
 )
 
 __all__ = ["NeighborEmbedding"]
+
 
 
 class NeighborEmbedding(UnimapEstimator):
@@ -94,6 +96,7 @@ class NeighborEmbedding(UnimapEstimator):
         self._validate_params()
         names = SimpleNamespace()
         X = self._fit_input(X, names)
+        refuse_dask_fit(type(self).__name__, X, y)
         copy = input_copy_estimate(X)
         if copy is not None:
             check_memory(copy, self.max_memory, type(self).__name__)

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.validation import refuse_dask_fit
 
 __all__ = ["UMAPFamily", "UPDATE_EPOCH_SHARE"]
 
@@ -115,6 +116,7 @@ class UMAPFamily:
         the training rows and ``X`` together, from the current positions (umap-learn's
         ``update``, which also re-optimizes everything)."""
         self._check_can_transform("update")
+        refuse_dask_fit(f"{type(self).__name__}.update", X)
         if self.metric == "precomputed":
             raise ValueError("update needs data rows; this model was fitted on precomputed "
                              "distances: refit on the grown distance matrix")

@@ -19,6 +19,7 @@ __all__ = [
     "check_choice",
     "check_bool",
     "check_embedding_finite",
+    "refuse_dask_fit",
 ]
 
 
@@ -361,3 +362,20 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
         dist[lacking] = np.hstack([np.zeros((int(lacking.sum()), 1), dist.dtype),
                                    dist[lacking, :-1]])
     return idx, dist
+
+
+def refuse_dask_fit(name: str, X: Any, y: Any = None) -> None:
+    """A ValueError naming the recipes where ``fit`` (or ``update``) is given a dask
+    collection: the fit runs in this process, and gathering the array here silently is what
+    a cluster's user least expects (issue 55); the recipes of docs/dask.md keep the rows on
+    the workers."""
+    if not (is_dask_collection(X) or is_dask_collection(y)):
+        return
+    shape = getattr(X, "shape", None)
+    size = f" of shape {tuple(shape)}" if shape is not None else ""
+    raise ValueError(
+        f"{name} fits in this process and does not gather a dask collection{size} into it: "
+        "for data that fit in memory, pass X.compute() (and y.compute()); for more, fit a "
+        "sample and place every row on the workers, model.fit(X[::step].compute()) then "
+        "model.transform(X) (docs/dask.md, 'Data that does not fit one machine'), or build "
+        "the kNN graph on the cluster (unimap.dask.knn_graph) and fit on precomputed_knn")
