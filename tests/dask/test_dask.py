@@ -80,6 +80,27 @@ def test_processes_cluster_gives_the_same_placement(fitted, digits):
     np.testing.assert_array_equal(placed, est.transform(X_new))
 
 
+def test_placement_survives_the_loss_of_a_worker(fitted, digits):
+    """Issue 55: the model was scattered to one worker; when it died every block failed with
+    FutureCancelledError. It is on every worker now: kill one (its process exits), and the
+    placement still completes, bitwise."""
+    import os
+
+    est, X_new = fitted["gdr"], digits[1]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        Y = est.transform(da.from_array(X_new, chunks=(CHUNK, -1)))
+        holders = {key: workers for key, workers in c.who_has().items()
+                   if str(key).startswith(type(est).__name__)}
+        assert len(holders) == 1 and len(next(iter(holders.values()))) == 2
+        victim = next(iter(holders.values()))[0]
+        pid = c.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, 9)
+        placed = c.compute(Y).result(timeout=120)
+    np.testing.assert_array_equal(placed, est.transform(X_new))
+
+
 def test_column_chunks_are_joined_with_a_warning(fitted, digits):
     est, X_new = fitted["umap"], digits[1]
     X = da.from_array(X_new, chunks=(CHUNK, 16))

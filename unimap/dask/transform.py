@@ -12,7 +12,8 @@ its type).
   ``transform`` of that block puts them, bitwise (``tests/dask/test_dask.py``).
 - The model goes to the cluster once: a light copy (without ``graph_``, ``knn_indices_`` and
   ``knn_dists_``, which ``transform`` does not read) is one node of the graph
-  (``dask.delayed``), or, when a ``distributed.Client`` is current, scattered to the cluster;
+  (``dask.delayed``), or, when a ``distributed.Client`` is current, scattered to every worker
+  (a worker lost then loses no model);
   every block's task depends on that one key, so a worker deserialises the model once, not
   once per block.
 
@@ -144,7 +145,10 @@ def _ship(model: Any, name: str) -> Any:
     (it then travels outside the graph, which stays small), else a ``dask.delayed`` node."""
     client = _current_client()
     if client is not None:
-        return client.scatter(model, hash=False)
+        # on every worker: a model held by one worker was lost with it, and every block
+        # failed with FutureCancelledError (issue 55); each worker that places a block needs
+        # the model anyway
+        return client.scatter(model, hash=False, broadcast=True)
     import dask
 
     return dask.delayed(model, name=f"unimap-{name.lower()}-model-{uuid.uuid4().hex}",
