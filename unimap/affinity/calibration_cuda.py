@@ -50,13 +50,9 @@ def fuzzy_memberships_cuda(indices: np.ndarray, distances: np.ndarray, n_target:
     device array of shape (n, k) float32 (they feed the symmetrisation there), σ and ρ host
     arrays (fitted attributes). As :func:`unimap.affinity.fuzzy.smooth_knn_dist` followed by
     :func:`unimap.affinity.fuzzy.membership_weights`."""
-    from unimap.affinity.fuzzy import calibration_scale
     from unimap.affinity.fuzzy_numba import array_mean
 
     distances = np.ascontiguousarray(distances, dtype=np.float32)
-    scale = calibration_scale(distances)  # as the CPU's smooth_knn_dist, exact in the weights
-    if scale != 1.0:
-        distances = distances / np.float32(scale)
     n = distances.shape[0]
     target = np.log2(n_target) * bandwidth
     d_distances, d_indices = as_device(distances), as_device(
@@ -69,8 +65,7 @@ def fuzzy_memberships_cuda(indices: np.ndarray, distances: np.ndarray, n_target:
                          array_mean(distances), rhos, sigmas)
     weights = cuda.device_array(distances.shape, dtype=np.float32)
     _membership_rows[launch](d_indices, d_distances, rhos, sigmas, skip_self, weights)
-    return (weights, sigmas.copy_to_host() * np.float32(scale),
-            rhos.copy_to_host() * np.float32(scale))
+    return weights, sigmas.copy_to_host(), rhos.copy_to_host()
 
 
 def conditional_probabilities_cuda(distances: np.ndarray, perplexity: float):

@@ -207,7 +207,12 @@ def directed_memberships(indices: np.ndarray, distances: np.ndarray,
     if device == "cuda":
         from unimap.affinity.calibration_cuda import fuzzy_memberships_cuda
 
-        return fuzzy_memberships_cuda(indices, distances, distances.shape[1],
-                                      local_connectivity)
+        distances = np.ascontiguousarray(distances, dtype=np.float32)
+        scale = calibration_scale(distances)  # as smooth_knn_dist: exact in the weights
+        if scale != 1.0:
+            distances = distances / np.float32(scale)
+        weights, sigmas, rhos = fuzzy_memberships_cuda(indices, distances, distances.shape[1],
+                                                       local_connectivity)
+        return weights, sigmas * np.float32(scale), rhos * np.float32(scale)
     sigmas, rhos = smooth_knn_dist(distances, distances.shape[1], local_connectivity)
     return membership_weights(indices, distances, sigmas, rhos), sigmas, rhos
