@@ -33,6 +33,7 @@ from unimap.cli import embed, evaluate, info, plot, transform
 from unimap.cli.common import UsageError
 from unimap.cli.picture import DrawingError
 from unimap.runtime.device import DeviceUnavailableError
+from unimap.runtime.params import InvalidParameterError
 
 __all__ = ["build_parser", "main"]
 
@@ -63,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     try:
         with warnings.catch_warnings():
             if getattr(args, "quiet", False):
@@ -76,13 +80,26 @@ def main(argv: list[str] | None = None) -> int:
         # left half-written (those finished before the interrupt stay)
         print("unimap: error: interrupted", file=sys.stderr)
         return 130
-    except UsageError as exc:
+    except (UsageError, InvalidParameterError) as exc:  # an option or its value: usage
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, TypeError, OSError, ImportError, MemoryError,
             DeviceUnavailableError, DrawingError) as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                    unknown: list[str]) -> None:
+    """argparse's "unrecognized arguments" exit (2), with the command's closest options
+    suggested (``--lable-column`` → ``--label-column``)."""
+    from unimap.runtime.validation import did_you_mean
+
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    options = [o for action in command._actions for o in action.option_strings]
+    hints = [did_you_mean(u.split("=", 1)[0], options) for u in unknown if u.startswith("-")]
+    command.error(f"unrecognized arguments: {' '.join(unknown)}" + "".join(hints))
 
 
 if __name__ == "__main__":  # pragma: no cover

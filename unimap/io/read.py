@@ -96,7 +96,7 @@ def read_table(
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"input file not found: {path}")
+        raise FileNotFoundError(f"input file not found: {path}" + _nearby_names(path))
     if not path.is_file():
         raise ValueError(f"{path} is not a file")
     suffix = path.suffix.lower()
@@ -407,3 +407,25 @@ def _as_number_column(values: np.ndarray) -> np.ndarray:
     numbers = text.astype(np.float64)
     whole = np.isfinite(numbers).all() and np.all(numbers == np.round(numbers))
     return numbers.astype(np.int64) if whole else numbers
+
+
+def _nearby_names(path: Path) -> str:
+    """A "did you mean" for a missing input: a built-in dataset whose name is close
+    (``digit`` → ``digits``), else the files beside it whose names are close."""
+    import difflib
+
+    from unimap.datasets import BUILTIN
+    from unimap.runtime.validation import did_you_mean
+
+    hint = did_you_mean(str(path), list(BUILTIN))
+    if hint:
+        return hint.replace("did you mean", "did you mean the built-in dataset", 1)
+    try:
+        files = [p for p in path.parent.iterdir() if p.is_file()][:10_000]
+    except OSError:
+        return ""
+    # by stem: a shared suffix (".npy") would make any two names look alike
+    stems = {f.stem for f in files}
+    close = set(difflib.get_close_matches(path.stem, stems, n=2, cutoff=0.6))
+    names = sorted(f.name for f in files if f.stem in close)[:2]
+    return f"; did you mean {' or '.join(repr(n) for n in names)}?" if names else ""

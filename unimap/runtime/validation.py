@@ -20,6 +20,7 @@ __all__ = [
     "check_bool",
     "check_embedding_finite",
     "refuse_dask_fit",
+    "did_you_mean",
 ]
 
 
@@ -182,10 +183,22 @@ def check_float(
 
 
 def check_choice(value: Any, name: str, choices: tuple) -> Any:
-    """Check that ``value`` is one of ``choices``."""
+    """Check that ``value`` is one of ``choices`` (the closest ones suggested)."""
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}"
+                         + did_you_mean(value, choices))
     return value
+
+
+def did_you_mean(value: Any, choices: Any) -> str:
+    """``"; did you mean 'x'?"`` for the choices closest to a mistyped ``value`` (difflib's
+    ratio of at least 0.6), else ``""``."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(c) for c in choices], n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def check_bool(value: Any, name: str) -> bool:
