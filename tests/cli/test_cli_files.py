@@ -199,3 +199,16 @@ def test_plot_of_a_one_column_file_is_a_bad_input(tmp_path, capsys):
     # asking for one component where a picture is drawn stays a usage error
     assert main(["embed", str(tmp_path / "one.npy"), "--n-components", "1",
                  "-o", str(tmp_path / "e.png")]) == 2
+
+
+def test_embed_leaves_out_the_columns_it_is_told_to(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = ["sample_id,a,b,c,note,kind"] + [
+        f"s{i:03d},{rng.normal():.4f},{rng.normal():.4f},{rng.normal():.4f},text {i},{i % 2}"
+        for i in range(40)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "e.npy"
+    assert main(["embed", str(tmp_path / "t.csv"), "--label-column", "kind", "--drop-columns",
+                 "sample_id, note", "--no-plot", "--embedding", str(out), "--method",
+                 "pca"]) == 0
+    assert np.load(out).shape == (40, 2)

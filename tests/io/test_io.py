@@ -326,3 +326,40 @@ def test_read_columns_keeps_text_and_numbers_of_every_format(tmp_path):
     anndata.AnnData(np.zeros((3, 2), np.float32), obs=obs).write_h5ad(tmp_path / "a.h5ad")
     assert "cell_type" in column_names(tmp_path / "a.h5ad")
     assert read_columns(tmp_path / "a.h5ad", ["cell_type"])["cell_type"].tolist() == ["T", "B", "T"]
+
+
+def test_columns_can_be_left_out_of_the_features(tmp_path):
+    # Issue 60, item 3: an id or text column made a real table unreadable ("non-numeric
+    # value 's000'"), with no way to leave it out.
+    from unimap.io.read import read_table
+
+    path = tmp_path / "wine.csv"
+    path.write_text("sample_id,alcohol,ash,note,cultivar\ns000,13.2,2.4,fine,a\n"
+                    "s001,12.1,2.1,,b\ns002,13.8,2.6,dry,a\n")
+    with pytest.raises(ValueError, match="or leave it out .drop_columns, --drop-columns"):
+        read_table(path, "cultivar")
+    X, labels = read_table(path, "cultivar", drop_columns=["sample_id", "note"])
+    np.testing.assert_array_equal(X, [[13.2, 2.4], [12.1, 2.1], [13.8, 2.6]])
+    assert labels.tolist() == ["a", "b", "a"]
+    with pytest.raises(ValueError, match="no column 'sampleid' to drop.*did you mean 'sample_id'"):
+        read_table(path, "cultivar", drop_columns=["sampleid"])
+    headerless = tmp_path / "plain.csv"
+    headerless.write_text("1,9,2\n3,8,4\n")
+    X, _ = read_table(headerless, drop_columns=["1"])
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    np.save(tmp_path / "x.npy", X)
+    with pytest.raises(ValueError, match="applies to CSV and Parquet"):
+        read_table(tmp_path / "x.npy", drop_columns=["0"])
+
+
+def test_parquet_columns_can_be_left_out(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from unimap.io.read import read_table
+
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "x": [1.0, 2.0, 3.0], "y": [0.0, 1.0, 0.5]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="not numeric"):
+        read_table(tmp_path / "t.parquet")
+    X, _ = read_table(tmp_path / "t.parquet", drop_columns=["id"])
+    np.testing.assert_array_equal(X, frame[["x", "y"]].to_numpy())

@@ -29,6 +29,8 @@ USE_REP_HELP = ("the data of an .h5ad: X or an obsm key (default X_pca when pres
                 "of an .npz: the array's name")
 LABEL_HELP = ("labels: a CSV column (name or 0-based index), a Parquet column, an .h5ad obs "
               "column, or an .npz array")
+DROP_HELP = ("CSV, Parquet: columns left out of the features, comma-separated (names, or "
+             "0-based indices without a header), such as sample ids or free text")
 SEED_HELP = "seed of the random numbers: the same seed gives the same result (default 0)"
 JOBS_HELP = "threads to use (default -1: all cores)"
 PALETTE_HELP = ("the colours of the categories: a matplotlib colour map name (tab20, Set2, "
@@ -48,7 +50,9 @@ def load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
             raise UsageError("--use-rep applies to .h5ad and .npz input, not a built-in dataset")
         X, y = load_builtin(args.input)
         return X, y, args.input
-    X, labels = read_table(args.input, args.label_column, use_rep=args.use_rep)
+    drop = getattr(args, "drop_columns", None)
+    X, labels = read_table(args.input, args.label_column, use_rep=args.use_rep,
+                           drop_columns=[c.strip() for c in drop.split(",")] if drop else None)
     if args.labels:
         labels = read_labels(args.labels, X.shape[0])
     return X, labels, Path(args.input).stem

@@ -17,6 +17,7 @@ import numpy as np
 
 from unimap.cli.common import (
     DIMS_HELP,
+    DROP_HELP,
     JOBS_HELP,
     LABEL_HELP,
     LEGEND_HELP,
@@ -119,6 +120,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     embed.add_argument("--method", choices=method_names(), default="umap",
                        help="; ".join(f"{v.key}: {v.summary}" for _, v in variants.values()))
     embed.add_argument("--label-column", help=LABEL_HELP)
+    embed.add_argument("--drop-columns", metavar="NAMES", help=DROP_HELP)
     embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
     embed.add_argument("--n-neighbors", type=int, help=_for("n_neighbors", variants))
     embed.add_argument("--n-components", type=int, default=2,

@@ -11,6 +11,7 @@ import json
 import scipy.sparse as sp
 
 from unimap.cli.common import (
+    DROP_HELP,
     LABEL_HELP,
     SEED_HELP,
     USE_REP_HELP,
@@ -67,6 +68,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                           "or a built-in dataset")
     evaluate.add_argument("embedding", help="its embedding, row for row (any input format)")
     evaluate.add_argument("--label-column", help=LABEL_HELP)
+    evaluate.add_argument("--drop-columns", metavar="NAMES", help=DROP_HELP)
     evaluate.add_argument("--use-rep", help=USE_REP_HELP)
     evaluate.add_argument("--embedding-rep", help="the obsm key of an .h5ad embedding "
                           "(e.g. X_umap), or the array of an .npz one")

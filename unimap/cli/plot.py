@@ -16,6 +16,7 @@ import numpy as np
 
 from unimap.cli.common import (
     DIMS_HELP,
+    DROP_HELP,
     JOBS_HELP,
     LABEL_HELP,
     LEGEND_HELP,
@@ -295,6 +296,7 @@ def add_compare_parser(subparsers) -> argparse.ArgumentParser:
     compare.add_argument("-o", "--output", default="compare.png",
                          help="the figure (.png/.svg/.pdf)")
     compare.add_argument("--label-column", help=LABEL_HELP)
+    compare.add_argument("--drop-columns", metavar="NAMES", help=DROP_HELP)
     compare.add_argument("--labels", help="a .npy/.csv file of labels (adds 10-NN accuracy)")
     compare.add_argument("--n-epochs", type=int, help="epochs or iterations of every method "
                          "but pca; default: each method's")

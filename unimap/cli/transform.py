@@ -8,7 +8,13 @@ import argparse
 import time
 from pathlib import Path
 
-from unimap.cli.common import USE_REP_HELP, load_input, output_path, refuse_overwriting_inputs
+from unimap.cli.common import (
+    DROP_HELP,
+    USE_REP_HELP,
+    load_input,
+    output_path,
+    refuse_overwriting_inputs,
+)
 from unimap.io.write import write_embedding
 
 
@@ -42,6 +48,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                            help="embedding of the new points (.npy, .csv, .tsv, .parquet or "
                            ".h5ad)")
     transform.add_argument("--label-column", help="a label column to leave out (CSV, Parquet)")
+    transform.add_argument("--drop-columns", metavar="NAMES", help=DROP_HELP)
     transform.add_argument("--use-rep", help=USE_REP_HELP)
     transform.set_defaults(labels=None, run=_transform)
     return transform

@@ -20,7 +20,11 @@ def is_number(text: str) -> bool:
     return True
 
 
-def read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+def read_csv(path: Path, label_column: str | None, drop: list[str] | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The features and labels of a CSV/TSV/text table (see
+    :func:`unimap.io.read.read_table`); ``drop``: columns (header names, or 0-based indices
+    without a header) left out of the features."""
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -44,11 +48,12 @@ def read_csv(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarr
              else [f"{i} (0-based, no header)" for i in range(width)])
     labels_at = None if label_column is None else _column_index(label_column, header, width,
                                                                  path)
-    features = [i for i in range(width) if i != labels_at]
+    dropped = _dropped_indices(drop or [], header, width, path)
+    features = [i for i in range(width) if i != labels_at and i not in dropped]
     if not features:
         raise ValueError(f"{path} has no feature column besides the labels")
     X = _fast_csv(path, delimiter, first_line if header else first_line - 1, width,
-                  features if labels_at is not None else None)
+                  features if labels_at is not None or dropped else None)
     labels = None
     if X is None or labels_at is not None:
         X_slow, labels = _slow_csv(path, delimiter, header is not None, width, features,
@@ -121,12 +126,34 @@ def _parse_row(row: list[str], features: list[int], names: list[str], path: Path
         except ValueError:
             raise ValueError(f"{where}: non-numeric value {cell[:40]!r} in feature column "
                              f"{names[col]}; pass the column as label_column (--label-column) "
-                             "if it holds labels, or drop it") from None
+                             "if it holds labels, or leave it out (drop_columns, "
+                             "--drop-columns)") from None
         if not np.isfinite(value):
             raise ValueError(f"{where}: {'NaN' if value != value else 'infinite'} value "
                              f"{cell!r}; fill or drop it first")
         values.append(value)
     return values
+
+
+def check_dropped(drop: list[str], names: list[str], path: Path) -> None:
+    """Every column to drop must be one of the table's ``names`` (a typo would keep it)."""
+    from unimap.runtime.validation import did_you_mean
+
+    for name in drop:
+        if name not in names:
+            raise ValueError(f"{path} has no column {name!r} to drop; columns: "
+                             f"{', '.join(names[:20])}" + did_you_mean(name, names))
+
+
+def _dropped_indices(drop: list[str], header: list[str] | None, width: int,
+                     path: Path) -> set[int]:
+    """The indices of the columns ``drop`` names: header names, or 0-based indices."""
+    if header is not None:
+        check_dropped(drop, header, path)
+        return {header.index(name) for name in drop}
+    indices = [str(i) for i in range(width)]
+    check_dropped(drop, indices, path)
+    return {int(name) for name in drop}
 
 
 def _column_index(label_column: str, header: list[str] | None, width: int, path: Path) -> int:

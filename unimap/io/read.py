@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from unimap.io.csv_rows import is_number, read_csv
+from unimap.io.csv_rows import check_dropped, is_number, read_csv
 
 __all__ = ["READ_FORMATS", "read_table", "column_names", "read_columns", "import_optional",
            "read_anndata"]
@@ -47,6 +47,7 @@ def read_table(
     label_column: str | int | None = None,
     *,
     use_rep: str | None = None,
+    drop_columns: list[str] | tuple[str, ...] | None = None,
 ) -> tuple[Any, np.ndarray | None]:
     """Read a data matrix (and optionally labels) from a file.
 
@@ -64,6 +65,9 @@ def read_table(
         ``.h5ad``: ``"X"`` or a key of ``obsm`` (default ``obsm["X_pca"]`` when present, else
         ``X``). ``.npz``: the name of the array (default: the only array, or the sparse
         matrix the file holds).
+    drop_columns : list of str, optional
+        CSV and Parquet: columns left out of the features (header names, or 0-based indices
+        of a file without a header), such as sample ids or free text.
 
     Returns
     -------
@@ -109,6 +113,10 @@ def read_table(
         raise ValueError(f"{path} is empty")
     if isinstance(label_column, (int, np.integer)):
         label_column = str(label_column)
+    drop = [str(c) for c in drop_columns] if drop_columns else []
+    if drop and suffix not in (".csv", ".tsv", ".txt", ".parquet"):
+        raise ValueError(f"drop_columns (--drop-columns) applies to CSV and Parquet tables, "
+                         f"not {path.name}")
     if suffix == ".npy":
         if label_column is not None:
             raise ValueError("label_column (--label-column) does not apply to .npy input; "
@@ -117,10 +125,10 @@ def read_table(
     if suffix == ".npz":
         return _read_npz(path, use_rep, label_column)
     if suffix == ".parquet":
-        return _read_parquet(path, label_column)
+        return _read_parquet(path, label_column, drop)
     if suffix == ".h5ad":
         return _read_h5ad(path, use_rep, label_column)
-    return read_csv(path, label_column)
+    return read_csv(path, label_column, drop)
 
 
 def _as_table(X: Any, path: Path) -> Any:
@@ -200,7 +208,8 @@ def _npz_label_key(path: Path, label_column: str, names: list[str]) -> str:
 
 
 # Parquet ------------------------------------------------------------------------------------
-def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.ndarray | None]:
+def _read_parquet(path: Path, label_column: str | None, drop: list[str]
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
     pa = import_optional("pyarrow")
     pq = import_optional("pyarrow.parquet")
     try:
@@ -214,7 +223,8 @@ def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.
                          f"{', '.join(names)}")
     if table.num_rows == 0:
         raise ValueError(f"{path} has no rows")
-    features = [n for n in names if n != label_column]
+    check_dropped(drop, names, path)
+    features = [n for n in names if n != label_column and n not in drop]
     if not features:
         raise ValueError(f"{path} has no feature column besides the labels")
     columns = []
@@ -224,7 +234,8 @@ def _read_parquet(path: Path, label_column: str | None) -> tuple[np.ndarray, np.
         if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
                 or pa.types.is_boolean(kind) or pa.types.is_decimal(kind)):
             raise ValueError(f"{path}: column {name!r} is not numeric (type {kind}); pass it "
-                             "as label_column (--label-column) if it holds labels, or drop it")
+                             "as label_column (--label-column) if it holds labels, or leave it out "
+                             "(drop_columns, --drop-columns)")
         if column.null_count:
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise ValueError(f"{path}: column {name!r} has missing values (first in row "
