@@ -186,9 +186,13 @@ def test_quiet_prints_nothing_not_even_a_warning(tmp_path, data, capsys):
         assert main(["embed", str(data), "-q", "--n-neighbors", "500", "--no-plot",
                      "--embedding", str(tmp_path / "e.npy"), "--n-epochs", "10"]) == 0
     assert shown == [] and capsys.readouterr() == ("", "")
-    with pytest.warns(UserWarning, match="n_neighbors=500 is larger"):
-        assert main(["embed", str(data), "--n-neighbors", "500", "--no-plot",
-                     "--embedding", str(tmp_path / "f.npy"), "--n-epochs", "10"]) == 0
+    # without -q: one line, no library path or source line (issue 60, item 3)
+    assert main(["embed", str(data), "--n-neighbors", "500", "--no-plot",
+                 "--embedding", str(tmp_path / "f.npy"), "--n-epochs", "10"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("unimap: warning: n_neighbors=500 is larger than the number of "
+                          "samples (300)")
+    assert all(line.startswith("unimap: warning: ") for line in err.splitlines()), err
 
 
 def test_plot_of_a_one_column_file_is_a_bad_input(tmp_path, capsys):

@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         _refuse_unknown(parser, args, unknown)
     try:
         with warnings.catch_warnings():
+            # one line each, as the errors: the library's file and source line mean
+            # nothing to a command-line user
+            warnings.showwarning = _one_line_warning
             if getattr(args, "quiet", False):
                 # -q prints nothing on success; what a warning says about an adjusted
                 # parameter stays in the fitted attributes (and --json's summary)
@@ -87,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
             DeviceUnavailableError, DrawingError) as exc:
         print(f"unimap: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``unimap: warning: <message>`` on stderr (warnings.showwarning's signature)."""
+    print(f"unimap: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace,
