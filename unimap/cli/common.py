@@ -50,6 +50,14 @@ def load_input(args) -> tuple[np.ndarray, np.ndarray | None, str]:
             raise UsageError("--use-rep applies to .h5ad and .npz input, not a built-in dataset")
         X, y = load_builtin(args.input)
         return X, y, args.input
+    if not Path(args.input).exists():
+        from unimap.runtime.validation import did_you_mean
+
+        hint = did_you_mean(args.input, list(BUILTIN))
+        if hint:  # `embed digit`: the built-in dataset meant
+            raise FileNotFoundError(f"input file not found: {args.input}"
+                                    + hint.replace("did you mean", "did you mean the built-in "
+                                                   "dataset", 1))
     drop = getattr(args, "drop_columns", None)
     X, labels = read_table(args.input, args.label_column, use_rep=args.use_rep,
                            drop_columns=[c.strip() for c in drop.split(",")] if drop else None)

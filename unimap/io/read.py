@@ -421,16 +421,10 @@ def _as_number_column(values: np.ndarray) -> np.ndarray:
 
 
 def _nearby_names(path: Path) -> str:
-    """A "did you mean" for a missing input: a built-in dataset whose name is close
-    (``digit`` → ``digits``), else the files beside it whose names are close."""
+    """A "did you mean" for a missing input: the files beside it whose names are close
+    (``x.npz`` → ``x.npy``; the CLI adds its built-in datasets)."""
     import difflib
 
-    from unimap.datasets import BUILTIN
-    from unimap.runtime.validation import did_you_mean
-
-    hint = did_you_mean(str(path), list(BUILTIN))
-    if hint:
-        return hint.replace("did you mean", "did you mean the built-in dataset", 1)
     try:
         files = [p for p in path.parent.iterdir() if p.is_file()][:10_000]
     except OSError:
