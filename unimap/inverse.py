@@ -11,7 +11,7 @@ extrapolation.
 
 Points farther than ``FAR_RADII`` times the embedding's radius from its centre are searched
 in float64 by a key that leaves out their own squared norm (:func:`far_neighbors`): in
-float32 their squared distances overflow from about 1e19 on (NaN rows, issue 58), and well
+float32 their squared distances overflow from about 1e19 on (NaN rows), and well
 before that the norm swamps the differences that rank the training points.
 """
 

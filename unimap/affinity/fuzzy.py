@@ -114,9 +114,9 @@ def smooth_knn_dist(
 
 CALIBRATION_RANGE = 2.0 ** 40
 """Largest distances (and inverse of the smallest) that the calibration takes as they are:
-its Newton steps start at β = 1 and halve β at most 64 times, so σ stays below 2⁶⁴ and
-precomputed distances of 1e30 were calibrated to that cap (5-NN accuracy 0.87-0.95 on blobs
-where unscaled distances gave 1.00, issue 58)."""
+its Newton steps start at β = 1 and halve β at most 64 times, so σ stays below 2⁶⁴, and
+distances of 1e30 calibrated to that cap gave a wrong graph and a degraded embedding
+(measured: benchmarks/results/library_notes.md, "unimap/affinity/fuzzy.py")."""
 
 
 def calibration_scale(distances: np.ndarray) -> float:

@@ -146,7 +146,7 @@ def _ship(model: Any, name: str) -> Any:
     client = _current_client()
     if client is not None:
         # on every worker: a model held by one worker was lost with it, and every block
-        # failed with FutureCancelledError (issue 55); each worker that places a block needs
+        # failed with FutureCancelledError; each worker that places a block needs
         # the model anyway
         return client.scatter(model, hash=False, broadcast=True)
     import dask

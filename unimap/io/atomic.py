@@ -30,7 +30,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 def _new_file(path: Path) -> str:
     """A new, empty file beside ``path``, created with mode 0o666 so that the kernel applies
     the process's umask: reading the umask means setting it (``os.umask``), which for a
-    moment gave every other thread's new files the mode 0o666 (issue 58)."""
+    moment gave every other thread's new files the mode 0o666."""
     for _ in range(100):
         tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.part"
         try:

@@ -269,7 +269,7 @@ def _check_input(X: Any) -> np.ndarray:
     """X as a dense float array: float32 or float64 as given, integers as float32 unless
     float32 would round them (beyond 2²⁴: float64, as scikit-learn takes every integer), and
     float32 values beyond ``MAX_FEATURE_MAGNITUDE`` in float64, with a warning: their
-    float32 products overflow (int64 values near 2⁶² made the scatter infinite, issue 58)."""
+    float32 products overflow (int64 values near 2⁶² made the scatter infinite)."""
     from unimap.runtime.validation import MAX_FEATURE_MAGNITUDE
 
     if sp.issparse(X):

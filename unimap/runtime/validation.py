@@ -380,7 +380,7 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
 def refuse_dask_fit(name: str, X: Any, y: Any = None) -> None:
     """A ValueError naming the recipes where ``fit`` (or ``update``) is given a dask
     collection: the fit runs in this process, and gathering the array here silently is what
-    a cluster's user least expects (issue 55); the recipes of docs/dask.md keep the rows on
+    a cluster's user least expects; the recipes of docs/dask.md keep the rows on
     the workers."""
     if not (is_dask_collection(X) or is_dask_collection(y)):
         return
