@@ -18,8 +18,8 @@ from unimap.affinity.directed import DirectedRows
 from unimap.affinity.stage import Affinity
 from unimap.runtime.validation import check_float
 
-__all__ = ["FuzzyAffinity", "smooth_knn_dist", "calibration_scale", "membership_weights",
-           "directed_memberships", "fuzzy_union", "fuzzy_simplicial_set"]
+__all__ = ["FuzzyAffinity", "smooth_knn_dist", "calibration_scale", "brought_to_scale",
+           "membership_weights", "directed_memberships", "fuzzy_union", "fuzzy_simplicial_set"]
 
 
 class FuzzyAffinity(Affinity):
@@ -102,9 +102,7 @@ def smooth_knn_dist(
     n_target = distances.shape[1] if n_target is None else n_target
     rhos = np.zeros(distances.shape[0], dtype=np.float32)
     sigmas = np.zeros(distances.shape[0], dtype=np.float32)
-    scale = calibration_scale(distances)
-    if scale != 1.0:
-        distances = distances / np.float32(scale)
+    distances, scale = brought_to_scale(distances)
     _kernel(distances, float(n_target), float(local_connectivity), float(bandwidth), rhos, sigmas)
     if scale != 1.0:
         sigmas *= np.float32(scale)
@@ -117,6 +115,13 @@ CALIBRATION_RANGE = 2.0 ** 40
 its Newton steps start at β = 1 and halve β at most 64 times, so σ stays below 2⁶⁴, and
 distances of 1e30 calibrated to that cap gave a wrong graph and a degraded embedding
 (measured: benchmarks/results/library_notes.md, "unimap/affinity/fuzzy.py")."""
+
+
+def brought_to_scale(distances: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(distances / scale, scale)`` with :func:`calibration_scale`'s power of two (the
+    array itself when the scale is 1); ρ and σ found on the result are multiplied back."""
+    scale = calibration_scale(distances)
+    return (distances if scale == 1.0 else distances / np.float32(scale)), scale
 
 
 def calibration_scale(distances: np.ndarray) -> float:
@@ -208,9 +213,7 @@ def directed_memberships(indices: np.ndarray, distances: np.ndarray,
         from unimap.affinity.calibration_cuda import fuzzy_memberships_cuda
 
         distances = np.ascontiguousarray(distances, dtype=np.float32)
-        scale = calibration_scale(distances)  # as smooth_knn_dist: exact in the weights
-        if scale != 1.0:
-            distances = distances / np.float32(scale)
+        distances, scale = brought_to_scale(distances)  # as smooth_knn_dist
         weights, sigmas, rhos = fuzzy_memberships_cuda(indices, distances, distances.shape[1],
                                                        local_connectivity)
         return weights, sigmas * np.float32(scale), rhos * np.float32(scale)
