@@ -60,6 +60,13 @@ def _block_top(block: np.ndarray, first_row: int, queries: np.ndarray) -> tuple:
     return first_row + part, np.take_along_axis(d2, part, axis=1)
 
 
+def _worker_cpu_seconds() -> float:
+    """This worker process's CPU seconds so far (user + system): the graph step's share per
+    worker is the difference around it, which shows how the shards balance."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def exact_neighbors(X, rows: np.ndarray) -> np.ndarray:
     """(len(rows), K) exact neighbours (the row itself included) of some rows of X."""
     import dask
@@ -105,8 +112,11 @@ def run(args: argparse.Namespace) -> dict:
         res["plan_s"] = time.perf_counter() - tic  # the k-means sample and centroids
         res["shards"] = graph.centroids.shape[0]
         tic = time.perf_counter()
+        cpu_before = client.run(_worker_cpu_seconds)
         indices, distances = graph.compute()
         res["knn_s"] = time.perf_counter() - tic
+        cpu_after = client.run(_worker_cpu_seconds)
+        res["worker_knn_cpu_s"] = {w: cpu_after[w] - cpu_before[w] for w in cpu_after}
         res["worker_memory"] = client.run(_worker_memory)
         tic = time.perf_counter()
         exact = exact_neighbors(X, rows)
@@ -178,10 +188,12 @@ def report(res: dict) -> str:
     for name in ("dask graph", "own kNN"):
         if f"fit {name} s" in res:
             lines.append(f"| GDR fit of all rows, {name} | {res[f'fit {name} s']:.1f} |")
-    lines += ["", "| worker | peak RSS (VmHWM) | RSS at the end |", "|---|---:|---:|"]
+    lines += ["", "| worker | peak RSS (VmHWM) | RSS at the end | graph step CPU s |",
+              "|---|---:|---:|---:|"]
     for address, memory in sorted(res["worker_memory"].items()):
+        cpu = res.get("worker_knn_cpu_s", {}).get(address, float("nan"))
         lines.append(f"| {address} | {memory['VmHWM'] / mib:.0f} MiB | "
-                     f"{memory['VmRSS'] / mib:.0f} MiB |")
+                     f"{memory['VmRSS'] / mib:.0f} MiB | {cpu:.1f} |")
     lines += ["", f"This process's peak RSS (the in-memory and fit steps included): "
               f"{res['client_peak_mib']:.0f} MiB.",
               f"Recall@15 on {res['queries']:,} sampled rows: dask graph "
