@@ -98,7 +98,7 @@ def fuzzy_placement(
 
     idx, dist = index.query(X, n_neighbors)
     weights = FuzzyAffinity(local_connectivity).to_new(idx, dist)
-    weights = cut_new_rows(weights, dist, disconnection_distance, stacklevel=5)
+    weights = cut_new_rows(weights, dist, disconnection_distance)
     init = weighted_mean_positions(reference, idx, weights)
     m, k = idx.shape
     rows = np.repeat(np.arange(m), k)
@@ -147,7 +147,7 @@ def perplexity_placement(
     idx, dist = index.query(X, k)
     probabilities = affinity.to_new(idx, dist)
     if math.isfinite(disconnection_distance):
-        probabilities = cut_new_rows(probabilities, dist, disconnection_distance, stacklevel=5)
+        probabilities = cut_new_rows(probabilities, dist, disconnection_distance)
         probabilities /= probabilities.sum(axis=1, keepdims=True)
     m = X.shape[0]
     P = sp.csr_matrix((probabilities.ravel(), idx.ravel().astype(np.int64),

@@ -14,12 +14,12 @@ every remaining membership 1.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from unimap.affinity.edge_keys import knn_edge_lengths
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["DISCONNECTION_DISTANCES", "resolve_disconnection_distance", "cut_graph",
            "cut_new_rows"]
@@ -38,7 +38,7 @@ def resolve_disconnection_distance(value: float | None, metric: str) -> float:
 
 
 def cut_graph(graph: sp.csr_matrix, knn_indices: np.ndarray, knn_dists: np.ndarray,
-              at: float, stacklevel: int = 2) -> sp.csr_matrix:
+              at: float) -> sp.csr_matrix:
     """``graph`` (symmetric, built from the kNN graph) without its edges whose distance,
     read from ``(knn_indices, knn_dists)``, is at least ``at``; warns when points are left
     without any edge."""
@@ -53,15 +53,13 @@ def cut_graph(graph: sp.csr_matrix, knn_indices: np.ndarray, knn_dists: np.ndarr
     after = np.bincount(coo.row[off_diagonal & keep], minlength=n)
     isolated = int(np.count_nonzero((after == 0) & (before > 0)))
     if isolated:  # as umap-learn, a cut that leaves every point an edge is not worth a warning
-        warnings.warn(f"disconnection_distance={at:g} removed {int((~keep).sum()) // 2} "
+        warn_user(f"disconnection_distance={at:g} removed {int((~keep).sum()) // 2} "
                       f"edges of the neighbour graph and left {isolated} points without "
-                      "neighbours: they are laid out apart",
-                      stacklevel=stacklevel)
+                      "neighbours: they are laid out apart")
     return cut.astype(graph.dtype)
 
 
-def cut_new_rows(weights: np.ndarray, dists: np.ndarray, at: float,
-                 stacklevel: int = 2) -> np.ndarray:
+def cut_new_rows(weights: np.ndarray, dists: np.ndarray, at: float) -> np.ndarray:
     """New points' weights (m, k) over their training neighbours (distances ``dists``,
     nearest first) with those at least ``at`` away set to 0. A point left with none keeps its
     nearest neighbour (weight 1), so that it is still placed, beside it; a warning counts
@@ -75,7 +73,6 @@ def cut_new_rows(weights: np.ndarray, dists: np.ndarray, at: float,
     alone = ~(weights > 0).any(axis=1)
     if alone.any():
         weights[alone, 0] = 1.0
-        warnings.warn(f"{int(alone.sum())} new points have no training point closer than "
-                      f"disconnection_distance={at:g}; each is placed by its nearest one",
-                      stacklevel=stacklevel)
+        warn_user(f"{int(alone.sum())} new points have no training point closer than "
+                      f"disconnection_distance={at:g}; each is placed by its nearest one")
     return weights

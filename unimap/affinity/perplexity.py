@@ -9,13 +9,12 @@ mode (:mod:`unimap.affinity.joint`) and the placement of new points reuse them.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 
 from unimap.affinity.directed import DirectedRows
 from unimap.affinity.stage import Affinity
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import check_float
 
 __all__ = ["PerplexityAffinity", "effective_perplexity", "perplexity_neighbors",
@@ -80,16 +79,15 @@ class PerplexityAffinity(Affinity):
         return probabilities
 
 
-def effective_perplexity(perplexity: float, n_samples: int, stacklevel: int = 4) -> float:
+def effective_perplexity(perplexity: float, n_samples: int) -> float:
     """``perplexity`` lowered to ``(n_samples − 1)/3`` (at least 1) when the data has fewer
     than ``3·perplexity`` other points, with a warning; the caller records the value."""
     limit = max((n_samples - 1) / 3.0, 1.0)
     if perplexity > limit:
-        warnings.warn(
+        warn_user(
             f"perplexity={perplexity} needs more than {n_samples} samples "
             f"(3·perplexity neighbours); using perplexity={limit:.3g} "
-            "(recorded in perplexity_)", stacklevel=stacklevel,
-        )
+            "(recorded in perplexity_)")
         return limit
     return float(perplexity)
 

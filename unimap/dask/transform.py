@@ -26,11 +26,11 @@ from __future__ import annotations
 import copy
 import sys
 import uuid
-import warnings
 from typing import Any
 
 import numpy as np
 
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import is_dask_collection
 
 __all__ = ["is_dask_collection", "transform_blocks", "check_numeric_matrix"]
@@ -67,9 +67,9 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
     estimator._check_n_features(X, n_features)
     estimator._check_feature_names(None)  # a dask array has no column names
     if X.numblocks[1] > 1:
-        warnings.warn(f"{name}.transform places whole rows: the dask array's {X.numblocks[1]} "
+        warn_user(f"{name}.transform places whole rows: the dask array's {X.numblocks[1]} "
                       "column chunks are joined into one (X.rechunk({1: -1})); chunk by rows "
-                      "only to avoid the extra step", UserWarning, stacklevel=4)
+                      "only to avoid the extra step", UserWarning)
         X = X.rechunk({1: -1})
     width = estimator._n_features_out
     dtype = estimator._transform_dtype(X.dtype)

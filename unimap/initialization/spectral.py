@@ -9,7 +9,6 @@ components, small components in batches and large ones on the fit's threads
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -33,6 +32,7 @@ from unimap.initialization.random_layout import random_init
 from unimap.runtime.blas import one_blas_thread
 from unimap.runtime.ordering import relabelled
 from unimap.runtime.random_streams import spawn_seeds, spawned_seeds_at
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["spectral_init", "spectral_layout", "connected_components"]
 
@@ -72,15 +72,15 @@ def _leading_pairs(graph: sp.spmatrix, n_components: int, seed: int,
         found = spectral_layout_cuda(sp.csr_matrix(graph), n_components, seed)
         if found is not None:
             return found
-        warnings.warn("LOBPCG on the GPU did not converge for the spectral initialization; "
-                      "ARPACK computes it on the CPU", stacklevel=4)
+        warn_user("LOBPCG on the GPU did not converge for the spectral initialization; "
+                      "ARPACK computes it on the CPU")
     adjacency, degrees = normalized_adjacency(graph)
     try:
         if n <= DENSE_EIGH_MAX:
             return np.linalg.eigh(adjacency.toarray())
         return arpack_largest(adjacency, k, degrees, seed, limit_blas)
     except Exception as exc:  # ARPACK non-convergence or LAPACK failure
-        warnings.warn(f"spectral initialization failed ({exc})", stacklevel=4)
+        warn_user(f"spectral initialization failed ({exc})")
         return None
 
 
@@ -132,14 +132,11 @@ def spectral_init(
             return _expand(layout, noise_seed), info
         info["fallback"] = "random (eigensolver failed or graph too small)"
         if graph.shape[0] > n_components + 1:
-            warnings.warn("spectral initialization failed; using random initialization",
-                          stacklevel=2)
+            warn_user("spectral initialization failed; using random initialization")
         return random_init(graph.shape[0], n_components, layout_seed), info
-    warnings.warn(
+    warn_user(
         f"the neighbour graph has {n_comp} connected components; each is laid out "
-        "separately and they are placed apart (distances between them are not meaningful)",
-        stacklevel=2,
-    )
+        "separately and they are placed apart (distances between them are not meaningful)")
     layout = _multi_component(graph, labels, n_comp, n_components, solver_seed, layout_seed,
                               data)
     return _expand(layout, noise_seed), info

@@ -47,7 +47,6 @@ import json
 import os
 import re
 import struct
-import warnings
 import zipfile
 import zlib
 from pathlib import Path
@@ -68,6 +67,7 @@ from unimap.io.model_state import (
     numeric_dtype,
     restore_index,
 )
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
 
@@ -207,9 +207,9 @@ def _export(est: Any, include_data: bool, include_graph: bool) -> tuple[dict, di
                             "unimap's metrics)")
         if callable(value) or isinstance(value, (np.random.Generator, np.random.RandomState)):
             dropped[name] = f"{type(value).__name__}: {repr(value)[:80]}"
-            warnings.warn(f"{type(est).__name__}.{name} (a {type(value).__name__}) cannot be "
+            warn_user(f"{type(est).__name__}.{name} (a {type(value).__name__}) cannot be "
                           "saved: it is left out (the loaded model has the default) and "
-                          "recorded in the file's dropped_params", UserWarning, stacklevel=4)
+                          "recorded in the file's dropped_params", UserWarning)
             continue
         params[name] = encode(value, f"params.{name}", store)
     attributes = {}

@@ -9,7 +9,6 @@ unimap's own record beside them (:func:`unimap_records`).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ import scipy.sparse as sp
 
 from unimap.io.anndata_input import is_anndata
 from unimap.neighbors.metrics import metric_name
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["knn_from_neighbors", "neighbours_to_reuse", "check_connectivities",
            "fit_neighbourhood", "scanpy_params", "write_pca", "unimap_records"]
@@ -47,9 +47,9 @@ def check_connectivities(graph_params: dict, neighbors_key: str) -> None:
     scanpy's embedding of those connectivities."""
     method = graph_params.get("method", "umap")
     if method != "umap":
-        warnings.warn(f"the connectivities of uns[{neighbors_key!r}] were computed with "
+        warn_user(f"the connectivities of uns[{neighbors_key!r}] were computed with "
                       f"method={method!r}; unimap reads the graph's distances and computes "
-                      "its own (UMAP) memberships", UserWarning, stacklevel=4)
+                      "its own (UMAP) memberships", UserWarning)
 
 
 def fit_neighbourhood(estimator: Any, size_param: str, k: int, explicit: bool) -> float:
@@ -60,21 +60,21 @@ def fit_neighbourhood(estimator: Any, size_param: str, k: int, explicit: bool) -
     if size_param == "n_neighbors":
         size = min(wanted, k) if explicit else k  # unasked, the graph's size is the size
         if explicit and wanted != k:
-            warnings.warn(
+            warn_user(
                 f"the reused neighbours have {k} per point (the point itself included) and "
                 f"{name} has n_neighbors={wanted}: using n_neighbors={size}"
                 + (f", the {size} nearest of them" if size < k else "")
-                + " (recorded in uns['unimap'][...]['params'])", UserWarning, stacklevel=4)
+                + " (recorded in uns['unimap'][...]['params'])", UserWarning)
     else:
         # a perplexity-calibrated row uses floor(3 * perplexity) neighbours besides itself
         size = wanted if int(3 * wanted) <= k - 1 else (k - 1) / 3
         if size != wanted:
-            warnings.warn(
+            warn_user(
                 f"{name} with perplexity={wanted:g} needs {int(3 * wanted)} neighbours per "
                 f"point, but the reused neighbours have {k - 1} (besides the point): using "
                 f"perplexity={size:.4g} (recorded in uns['unimap'][...]['params']); for "
                 f"more, run scanpy.pp.neighbors with n_neighbors={int(3 * wanted) + 1}",
-                UserWarning, stacklevel=4)
+                UserWarning)
     estimator.set_params(**{size_param: size})
     return size
 
@@ -156,8 +156,8 @@ def knn_from_neighbors(adata: Any, neighbors_key: str = "neighbors"
         raise ValueError(f"row {int(np.argmin(counts))} of the distances {key!r} has no "
                          "neighbours")
     if counts.max() != m:
-        warnings.warn(f"the rows of {key!r} have {m} to {int(counts.max())} neighbours; "
-                      f"using the {m} nearest of each", UserWarning, stacklevel=2)
+        warn_user(f"the rows of {key!r} have {m} to {int(counts.max())} neighbours; "
+                      f"using the {m} nearest of each", UserWarning)
     order = np.lexsort((cols, dists, rows))  # by row, then distance (ties: lower index)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     take = order[(starts[:, None] + np.arange(m)).ravel()].reshape(n, m)

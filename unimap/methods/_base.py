@@ -25,6 +25,7 @@ from unimap.methods.plan import FitPlan
 from unimap.runtime.memory import MemoryEstimate, check_memory, input_copy_estimate
 from unimap.runtime.random_streams import FitStreams, seed_from_random_state
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import (
     check_embedding_finite,
     check_method_input,
@@ -209,7 +210,6 @@ class NeighborEmbedding(UnimapEstimator):
     def _place_phases(self, fit: FitPlan, X: Any) -> None:
         """``fit.devices_`` (phase -> ``"cpu"`` or ``"cuda"``) and ``fit.device_`` (``"cuda"``
         if any phase runs on the GPU) from the ``device`` parameter."""
-        import warnings
 
         from unimap.runtime.device import resolve_device
 
@@ -221,9 +221,9 @@ class NeighborEmbedding(UnimapEstimator):
             fit._index.device = fit.devices_["neighbors"]
         if device == "cuda" and "optimize" not in on_gpu and self.device == "cuda":
             # the optimizer is most of a fit: a GPU fit whose optimizer falls back says so
-            warnings.warn(f"{type(self).__name__}{self._variant()}'s optimizer has no CUDA "
+            warn_user(f"{type(self).__name__}{self._variant()}'s optimizer has no CUDA "
                           "kernels yet; it runs on the CPU (devices_ records where each phase "
-                          "ran)", UserWarning, stacklevel=3)
+                          "ran)", UserWarning)
         if on_gpu:
             self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
 

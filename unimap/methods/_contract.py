@@ -26,10 +26,11 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
+
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["EstimatorContract", "not_fitted_error"]
 
@@ -147,11 +148,11 @@ class EstimatorContract:
         fitted = getattr(self, "feature_names_in_", None)
         name = type(self).__name__
         if fitted is None and names is not None:
-            warnings.warn(f"X has feature names, but {name} was fitted without feature names",
-                          UserWarning, stacklevel=4)
+            warn_user(f"X has feature names, but {name} was fitted without feature names",
+                          UserWarning)
         elif fitted is not None and names is None:
-            warnings.warn(f"X does not have valid feature names, but {name} was fitted with "
-                          "feature names", UserWarning, stacklevel=4)
+            warn_user(f"X does not have valid feature names, but {name} was fitted with "
+                          "feature names", UserWarning)
         elif fitted is not None and (len(fitted) != len(names)
                                      or np.any(fitted != names)):
             raise ValueError("The feature names should match those that were passed during "

@@ -103,7 +103,7 @@ class UMAPFamily:
         the methods' ``_affinities`` before the supervision."""
         from unimap.affinity.disconnect import cut_graph
 
-        return cut_graph(graph, knn_indices, knn_dists, self._cut_distance(), stacklevel=6)
+        return cut_graph(graph, knn_indices, knn_dists, self._cut_distance())
 
     def _check_target(self, y: Any, n: int) -> Any:
         from unimap.methods.supervision import check_target

@@ -116,7 +116,7 @@ class UMAPLikeMode(GDRMode):
                 "n_negatives_": (float(est.n_negatives) if est.n_negatives is not None
                                  else UMAP_NEGATIVES),
                 "early_exaggeration_iter_": 0, "perplexity_": None,
-                "n_neighbors_": capped_n_neighbors(est.n_neighbors, n, stacklevel=6)}
+                "n_neighbors_": capped_n_neighbors(est.n_neighbors, n)}
 
     def memory_profile(self, est, fit, n):
         from unimap.optimizers.gdr.unnormalized import gdr_unnormalized_memory
@@ -162,7 +162,7 @@ class TSNELikeMode(GDRMode):
         n_epochs = est.n_epochs if est.n_epochs is not None else TSNE_EPOCHS
         ee = TSNE_EE_ITER if est.early_exaggeration_iter is None else (
             est.early_exaggeration_iter)
-        perplexity = effective_perplexity(est.perplexity, n, stacklevel=6)
+        perplexity = effective_perplexity(est.perplexity, n)
         # None: depends on the graph, set by finish_affinities
         negatives = (float(est.n_negatives) if est.n_negatives is not None
                      else None if fit["shared_negatives_"] else TSNE_NEGATIVES)

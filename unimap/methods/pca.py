@@ -19,6 +19,7 @@ from unimap.methods.parameters import shared_constraints
 from unimap.methods.registry import built_in
 from unimap.runtime.params import Boolean, Integer, Options
 from unimap.runtime.random_streams import seed_from_random_state
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import check_array, check_int, is_dask_collection
 
 __all__ = ["PCA"]
@@ -214,7 +215,6 @@ class PCA(UnimapEstimator):
         """Whether this fit's solver runs on the GPU (the covariance solver, for
         ``device="cuda"``, or ``"auto"`` with a usable GPU); warns where ``device="cuda"``
         asked for a solver without CUDA kernels."""
-        import warnings
 
         from unimap.runtime.device import resolve_device
 
@@ -223,9 +223,9 @@ class PCA(UnimapEstimator):
         if solver == "covariance":
             return True
         if self.device == "cuda":
-            warnings.warn(f"PCA's {solver!r} solver has no CUDA kernels yet; it runs on the "
+            warn_user(f"PCA's {solver!r} solver has no CUDA kernels yet; it runs on the "
                           "CPU (svd_solver='covariance' runs on the GPU; device_ records "
-                          "where the fit ran)", UserWarning, stacklevel=4)
+                          "where the fit ran)", UserWarning)
         return False
 
     def _fit_dask(self, X: Any, start: float) -> Any:
@@ -280,9 +280,8 @@ def _check_input(X: Any) -> np.ndarray:
         return check_array(X, dtype=np.float64)
     X = check_array(X, dtype=None)
     if X.dtype == np.float32 and X.size and float(np.abs(X).max()) > MAX_FEATURE_MAGNITUDE:
-        import warnings
 
-        warnings.warn(f"X has values up to {float(np.abs(X).max()):.3g}, whose float32 "
-                      "products overflow; PCA computes in float64", stacklevel=4)
+        warn_user(f"X has values up to {float(np.abs(X).max()):.3g}, whose float32 "
+                      "products overflow; PCA computes in float64")
         X = X.astype(np.float64)
     return X

@@ -10,7 +10,6 @@ phases, momentum and gains (:mod:`unimap.optimizers.gradient_descent.descent`); 
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +37,7 @@ from unimap.runtime.params import (
     Real,
 )
 from unimap.runtime.threads import adaptive_threads
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import check_float, check_int
 
 if TYPE_CHECKING:
@@ -300,12 +300,12 @@ default="pca"
     def _resolve(self, n: int) -> TSNEPlan:
         from unimap.affinity.perplexity import effective_perplexity, perplexity_neighbors
 
-        perplexity = effective_perplexity(self.perplexity, n, stacklevel=4)
+        perplexity = effective_perplexity(self.perplexity, n)
         init = self.init
         if isinstance(init, str) and init == "pca" and self.metric == "precomputed":
             # the default start needs feature vectors; openTSNE makes the same switch
-            warnings.warn("init='pca' needs feature vectors, not distances; using "
-                          "init='spectral' (recorded in init_)", stacklevel=4)
+            warn_user("init='pca' needs feature vectors, not distances; using "
+                          "init='spectral' (recorded in init_)")
             init = "spectral"
         return TSNEPlan(method_=self._resolve_method(n), perplexity_=perplexity,
                         **self._learning_rates(n),
@@ -485,8 +485,8 @@ default="pca"
 
 
 def _warn_renamed(old: str, new: str) -> None:
-    warnings.warn(f"TSNE's {old} is deprecated and will be removed: use {new}, which means the "
+    warn_user(f"TSNE's {old} is deprecated and will be removed: use {new}, which means the "
                   f"same (openTSNE's n_iter=N, which counts only the iterations after early "
                   f"exaggeration, is max_iter=early_exaggeration_iter + N)" if old == "n_iter"
                   else f"TSNE's {old} is deprecated and will be removed: use {new} "
-                  "(scikit-learn's name; the same opening angle)", FutureWarning, stacklevel=5)
+                  "(scikit-learn's name; the same opening angle)", FutureWarning)

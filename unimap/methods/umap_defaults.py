@@ -4,10 +4,10 @@ GDR (its unnormalized mode takes UMAP's epochs, neighbours and kernel curve).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from unimap.runtime.params import InvalidParameterError
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["umap_epochs", "capped_n_neighbors", "check_kernel_params", "check_output_metric",
            "SMALL_DATA", "DENSMAP_EXTRA_EPOCHS"]
@@ -21,14 +21,12 @@ def umap_epochs(n: int) -> int:
     return 500 if n <= SMALL_DATA else 200
 
 
-def capped_n_neighbors(n_neighbors: int, n: int, stacklevel: int = 4) -> int:
-    """``n_neighbors`` capped at the number of samples, with a warning (``stacklevel``: the
-    frames between the user's ``fit`` call and this function, plus one)."""
+def capped_n_neighbors(n_neighbors: int, n: int) -> int:
+    """``n_neighbors`` capped at the number of samples, with a warning."""
     if n_neighbors > n:
-        warnings.warn(
+        warn_user(
             f"n_neighbors={n_neighbors} is larger than the number of samples ({n}); "
-            f"using n_neighbors={n} (recorded in n_neighbors_)", stacklevel=stacklevel,
-        )
+            f"using n_neighbors={n} (recorded in n_neighbors_)")
         return n
     return n_neighbors
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,6 +83,7 @@ from unimap.neighbors.sparse_rows import (
     sparse_search,
 )
 from unimap.runtime.threads import numba_threads, resolve_n_jobs
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import check_choice, check_int
 
 __all__ = ["KNNGraph", "NeighborIndex", "CudaBruteForceBackend", "nearest_neighbors", "METRICS",
@@ -195,11 +195,9 @@ class NeighborIndex:
         n = X.shape[0]
         method = self.planned_method(n)
         if method == "exact" and self.method == "auto" and n > EXACT_MAX_SAMPLES:
-            warnings.warn(
+            warn_user(
                 f"exact kNN on {n} points takes O(n^2) time; faiss-cpu (a dependency of "
-                "unimap) is not installed here: pip install faiss-cpu",
-                stacklevel=3,
-            )
+                "unimap) is not installed here: pip install faiss-cpu")
         return BACKENDS[method]
 
     def _new_backend(self, cls: type[Backend]) -> Backend:

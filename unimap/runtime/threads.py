@@ -10,7 +10,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from unimap.runtime.threading_layer import choose_threading_layer
+from unimap.runtime.user_warnings import warn_user
 from unimap.runtime.validation import check_int
 
 __all__ = ["PARALLEL_MIN_ROWS", "resolve_n_jobs", "numba_threads", "spread_threads",
@@ -163,9 +163,9 @@ def spread_threads(when: bool = True) -> Iterator[ThreadSpread | None]:
             restored = set_numba_affinity([previous] * n_threads)
         os.sched_setaffinity(0, previous)  # the calling thread, in any case
         if not restored:
-            warnings.warn("unimap could not restore the CPU affinity of numba's worker "
+            warn_user("unimap could not restore the CPU affinity of numba's worker "
                           "threads; set UNIMAP_PIN_THREADS=0 to turn pinning off",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning)
 
 
 def pinned_pool(n_threads: int) -> ThreadPoolExecutor:

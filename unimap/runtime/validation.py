@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from unimap.runtime.user_warnings import warn_user
+
 __all__ = [
     "check_array",
     "check_int",
@@ -351,12 +353,11 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
     warning, where it was not), the point itself in column 0 (moved there where a tie put it
     later; added with distance 0, dropping the row's farthest neighbour, where it was missing,
     with a warning)."""
-    import warnings
 
     rows = np.arange(idx.shape[0])[:, None]
     if (np.diff(dist, axis=1) < 0).any():
-        warnings.warn("precomputed_knn rows were not sorted by distance; they were sorted",
-                      UserWarning, stacklevel=4)
+        warn_user("precomputed_knn rows were not sorted by distance; they were sorted",
+                      UserWarning)
         order = np.argsort(dist, axis=1, kind="stable")
         idx, dist = np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
     is_self = idx == rows
@@ -366,10 +367,10 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
     idx, dist = np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
     lacking = ~is_self.any(axis=1)
     if lacking.any():
-        warnings.warn(f"{int(lacking.sum())} row(s) of precomputed_knn do not contain the "
+        warn_user(f"{int(lacking.sum())} row(s) of precomputed_knn do not contain the "
                       "point itself; it was added as column 0 (distance 0) and each such "
                       "row's farthest neighbour dropped (unimap's kNN graphs include the "
-                      "point itself, as umap-learn's)", UserWarning, stacklevel=4)
+                      "point itself, as umap-learn's)", UserWarning)
         idx, dist = idx.copy(), dist.copy()
         idx[lacking] = np.hstack([rows[lacking], idx[lacking, :-1]])
         dist[lacking] = np.hstack([np.zeros((int(lacking.sum()), 1), dist.dtype),

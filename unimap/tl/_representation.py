@@ -6,13 +6,13 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
 from unimap.io.anndata_input import fit_record, representation
 from unimap.io.scanpy_layout import unimap_records, write_pca
+from unimap.runtime.user_warnings import warn_user
 
 __all__ = ["choose_representation", "SCANPY_N_PCS"]
 
@@ -53,9 +53,9 @@ def _pca_first(adata: Any, n_pcs: int | None) -> tuple[Any, str, int | None, lis
 
     X, _, _ = representation(adata, "X")
     n_comps = min(n_pcs or SCANPY_N_PCS, min(X.shape) - 1)
-    warnings.warn(f"adata has {adata.n_vars} variables and no obsm['X_pca']: embedding its "
+    warn_user(f"adata has {adata.n_vars} variables and no obsm['X_pca']: embedding its "
                   f"first {n_comps} principal components (stored in obsm['X_pca'], as "
-                  "scanpy does); pass use_rep='X' to embed X itself", UserWarning, stacklevel=5)
+                  "scanpy does); pass use_rep='X' to embed X itself", UserWarning)
     pca = PCA(n_components=n_comps, random_state=0)
     pcs = np.asarray(pca.fit_transform(X), dtype=np.float32)
 
