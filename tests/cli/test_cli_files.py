@@ -216,3 +216,40 @@ def test_embed_leaves_out_the_columns_it_is_told_to(tmp_path, capsys):
                  "sample_id, note", "--no-plot", "--embedding", str(out), "--method",
                  "pca"]) == 0
     assert np.load(out).shape == (40, 2)
+
+
+def test_badly_scaled_columns_are_warned_about_and_standardized_on_request(tmp_path, capsys):
+    # Issue 60, item 3: the raw wine table (proline in the hundreds beside ratios) gave a
+    # strung-out map with no word; standardised, its 10-NN accuracy is far higher.
+    import csv
+
+    from sklearn.datasets import load_wine
+
+    from unimap.metrics import knn_accuracy_loo
+
+    wine = load_wine()
+    path = tmp_path / "wine.csv"
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*wine.feature_names, "cultivar"])
+        writer.writerows([*row, t] for row, t in zip(wine.data, wine.target, strict=True))
+    raw, scaled = tmp_path / "raw.npy", tmp_path / "scaled.npy"
+    base = ["embed", str(path), "--label-column", "cultivar", "--no-plot", "--embedding"]
+    assert main([*base, str(raw)]) == 0
+    assert "unimap: warning: the columns' spreads differ up to 388-fold" in \
+        capsys.readouterr().err
+    assert main([*base, str(scaled), "--standardize"]) == 0
+    assert "spreads differ" not in capsys.readouterr().err
+    raw_score = knn_accuracy_loo(np.load(raw), wine.target, 10)
+    scaled_score = knn_accuracy_loo(np.load(scaled), wine.target, 10)
+    assert scaled_score > 0.9 and scaled_score > raw_score + 0.15, (raw_score, scaled_score)
+    # a saved model would place new rows unscaled: refused before the fit
+    assert main([*base, str(tmp_path / "m.npy"), "--standardize", "--save-model",
+                 str(tmp_path / "m.unimap")]) == 2
+    assert not (tmp_path / "m.unimap").exists()
+
+
+def test_evenly_spread_columns_get_no_scale_warning(tmp_path, data, capsys):
+    assert main(["embed", str(data), "--no-plot", "--embedding", str(tmp_path / "e.npy"),
+                 "--n-epochs", "10"]) == 0
+    assert "spreads differ" not in capsys.readouterr().err

@@ -148,3 +148,45 @@ def compile_notice(quiet: bool) -> None:
         print("unimap: first run here: compiling its kernels for this machine (about half a "
               "minute on 2 cores, once; later runs load them). `unimap precompile` compiles "
               "them all ahead.", file=sys.stderr, flush=True)
+
+
+SCALE_RATIO = 100.0
+"""Largest ratio of the widest column's standard deviation to the median one's that ``embed``
+takes without a warning: well above image and expression tables, well below raw tables whose
+unscaled maps lose their classes (measured: benchmarks/results/library_notes.md,
+"unimap/cli/common.py")."""
+SPREAD_METRICS = (None, "euclidean", "l2", "sqeuclidean", "manhattan", "l1", "cityblock",
+                  "taxicab", "chebyshev", "linf", "linfinity", "linfty", "infinity",
+                  "minkowski")
+"""Metrics whose distances add up the columns as they are: a wide column decides them."""
+
+
+def checked_scales(X, metric: str | None, standardize: bool):
+    """``X`` with every varying column on unit variance (``--standardize``), or as it is with
+    a one-line warning where the columns' spreads differ more than :data:`SCALE_RATIO`-fold
+    under a metric that adds them up (raw tables: a price column beside ratios)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from unimap.runtime.user_warnings import warn_user
+
+    if standardize and (metric == "precomputed" or sp.issparse(X)):
+        raise UsageError("--standardize scales the columns of a dense table; this input is "
+                         + ("a distance matrix" if metric == "precomputed" else "sparse"))
+    if sp.issparse(X) or metric == "precomputed" or X.shape[0] < 2:
+        return X
+    std = X.std(axis=0, dtype=np.float64)
+    varying = std > 0
+    if standardize:
+        scaled = np.array(X, dtype=np.float64)
+        mean = scaled[:, varying].mean(axis=0)
+        scaled[:, varying] = (scaled[:, varying] - mean) / std[varying]
+        return scaled.astype(np.float32 if X.dtype != np.float64 else np.float64)
+    if metric in SPREAD_METRICS and varying.sum() >= 2:
+        ratio = float(std[varying].max() / np.median(std[varying]))
+        if ratio > SCALE_RATIO:
+            warn_user(f"the columns' spreads differ up to {ratio:,.0f}-fold (column "
+                      f"{int(np.argmax(std))}, 0-based, is the widest): the widest columns "
+                      "decide the distances; --standardize puts every column on unit "
+                      "variance (or scale the file first)")
+    return X

@@ -25,6 +25,7 @@ from unimap.cli.common import (
     SEED_HELP,
     USE_REP_HELP,
     UsageError,
+    checked_scales,
     compile_notice,
     file_path,
     load_input,
@@ -121,6 +122,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="; ".join(f"{v.key}: {v.summary}" for _, v in variants.values()))
     embed.add_argument("--label-column", help=LABEL_HELP)
     embed.add_argument("--drop-columns", metavar="NAMES", help=DROP_HELP)
+    embed.add_argument("--standardize", action="store_true",
+                       help="put every column on zero mean and unit variance before the fit "
+                       "(a warning says when the columns' spreads differ a hundredfold)")
     embed.add_argument("--labels", help="a .npy/.csv file of labels to colour by")
     embed.add_argument("--n-neighbors", type=int, help=_for("n_neighbors", variants))
     embed.add_argument("--n-components", type=int, default=2,
@@ -318,8 +322,12 @@ def _embed(args) -> int:
         file_path(str(picture), "--output")
     out_emb = _embedding_of(args, picture, key)
     _check_outputs(args, picture, out_emb)
+    if args.standardize and args.save_model:
+        raise UsageError("--standardize with --save-model: the model would place new rows "
+                         "unscaled; standardise the file itself, then fit and save")
     X, labels, name = load_input(args)
     _check_supervision(args, labels)
+    X = checked_scales(X, None if args.method == "pca" else args.metric, args.standardize)
     compile_notice(args.quiet or args.json)
     start = time.perf_counter()
     estimator = make_estimator(args)
