@@ -54,8 +54,8 @@ def cut_graph(graph: sp.csr_matrix, knn_indices: np.ndarray, knn_dists: np.ndarr
     isolated = int(np.count_nonzero((after == 0) & (before > 0)))
     if isolated:  # as umap-learn, a cut that leaves every point an edge is not worth a warning
         warn_user(f"disconnection_distance={at:g} removed {int((~keep).sum()) // 2} "
-                      f"edges of the neighbour graph and left {isolated} points without "
-                      "neighbours: they are laid out apart")
+                  f"edges of the neighbour graph and left {isolated} points without "
+                  "neighbours: they are laid out apart")
     return cut.astype(graph.dtype)
 
 
@@ -74,5 +74,5 @@ def cut_new_rows(weights: np.ndarray, dists: np.ndarray, at: float) -> np.ndarra
     if alone.any():
         weights[alone, 0] = 1.0
         warn_user(f"{int(alone.sum())} new points have no training point closer than "
-                      f"disconnection_distance={at:g}; each is placed by its nearest one")
+                  f"disconnection_distance={at:g}; each is placed by its nearest one")
     return weights

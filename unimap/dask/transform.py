@@ -68,8 +68,8 @@ def transform_blocks(estimator: Any, X: Any, options: dict, n_features: int,
     estimator._check_feature_names(None)  # a dask array has no column names
     if X.numblocks[1] > 1:
         warn_user(f"{name}.transform places whole rows: the dask array's {X.numblocks[1]} "
-                      "column chunks are joined into one (X.rechunk({1: -1})); chunk by rows "
-                      "only to avoid the extra step", UserWarning)
+                  "column chunks are joined into one (X.rechunk({1: -1})); chunk by rows "
+                  "only to avoid the extra step", UserWarning)
         X = X.rechunk({1: -1})
     width = estimator._n_features_out
     dtype = estimator._transform_dtype(X.dtype)

@@ -73,7 +73,7 @@ def _leading_pairs(graph: sp.spmatrix, n_components: int, seed: int,
         if found is not None:
             return found
         warn_user("LOBPCG on the GPU did not converge for the spectral initialization; "
-                      "ARPACK computes it on the CPU")
+                  "ARPACK computes it on the CPU")
     adjacency, degrees = normalized_adjacency(graph)
     try:
         if n <= DENSE_EIGH_MAX:

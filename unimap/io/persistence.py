@@ -208,8 +208,8 @@ def _export(est: Any, include_data: bool, include_graph: bool) -> tuple[dict, di
         if callable(value) or isinstance(value, (np.random.Generator, np.random.RandomState)):
             dropped[name] = f"{type(value).__name__}: {repr(value)[:80]}"
             warn_user(f"{type(est).__name__}.{name} (a {type(value).__name__}) cannot be "
-                          "saved: it is left out (the loaded model has the default) and "
-                          "recorded in the file's dropped_params", UserWarning)
+                      "saved: it is left out (the loaded model has the default) and "
+                      "recorded in the file's dropped_params", UserWarning)
             continue
         params[name] = encode(value, f"params.{name}", store)
     attributes = {}

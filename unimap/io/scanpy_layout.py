@@ -48,8 +48,8 @@ def check_connectivities(graph_params: dict, neighbors_key: str) -> None:
     method = graph_params.get("method", "umap")
     if method != "umap":
         warn_user(f"the connectivities of uns[{neighbors_key!r}] were computed with "
-                      f"method={method!r}; unimap reads the graph's distances and computes "
-                      "its own (UMAP) memberships", UserWarning)
+                  f"method={method!r}; unimap reads the graph's distances and computes "
+                  "its own (UMAP) memberships", UserWarning)
 
 
 def fit_neighbourhood(estimator: Any, size_param: str, k: int, explicit: bool) -> float:
@@ -157,7 +157,7 @@ def knn_from_neighbors(adata: Any, neighbors_key: str = "neighbors"
                          "neighbours")
     if counts.max() != m:
         warn_user(f"the rows of {key!r} have {m} to {int(counts.max())} neighbours; "
-                      f"using the {m} nearest of each", UserWarning)
+                  f"using the {m} nearest of each", UserWarning)
     order = np.lexsort((cols, dists, rows))  # by row, then distance (ties: lower index)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     take = order[(starts[:, None] + np.arange(m)).ravel()].reshape(n, m)

@@ -222,8 +222,8 @@ class NeighborEmbedding(UnimapEstimator):
         if device == "cuda" and "optimize" not in on_gpu and self.device == "cuda":
             # the optimizer is most of a fit: a GPU fit whose optimizer falls back says so
             warn_user(f"{type(self).__name__}{self._variant()}'s optimizer has no CUDA "
-                          "kernels yet; it runs on the CPU (devices_ records where each phase "
-                          "ran)", UserWarning)
+                      "kernels yet; it runs on the CPU (devices_ records where each phase "
+                      "ran)", UserWarning)
         if on_gpu:
             self._log("devices: " + ", ".join(f"{k} {v}" for k, v in fit.devices_.items()))
 

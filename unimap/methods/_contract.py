@@ -149,10 +149,10 @@ class EstimatorContract:
         name = type(self).__name__
         if fitted is None and names is not None:
             warn_user(f"X has feature names, but {name} was fitted without feature names",
-                          UserWarning)
+                      UserWarning)
         elif fitted is not None and names is None:
             warn_user(f"X does not have valid feature names, but {name} was fitted with "
-                          "feature names", UserWarning)
+                      "feature names", UserWarning)
         elif fitted is not None and (len(fitted) != len(names)
                                      or np.any(fitted != names)):
             raise ValueError("The feature names should match those that were passed during "

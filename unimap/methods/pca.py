@@ -224,8 +224,8 @@ class PCA(UnimapEstimator):
             return True
         if self.device == "cuda":
             warn_user(f"PCA's {solver!r} solver has no CUDA kernels yet; it runs on the "
-                          "CPU (svd_solver='covariance' runs on the GPU; device_ records "
-                          "where the fit ran)", UserWarning)
+                      "CPU (svd_solver='covariance' runs on the GPU; device_ records "
+                      "where the fit ran)", UserWarning)
         return False
 
     def _fit_dask(self, X: Any, start: float) -> Any:
@@ -282,6 +282,6 @@ def _check_input(X: Any) -> np.ndarray:
     if X.dtype == np.float32 and X.size and float(np.abs(X).max()) > MAX_FEATURE_MAGNITUDE:
 
         warn_user(f"X has values up to {float(np.abs(X).max()):.3g}, whose float32 "
-                      "products overflow; PCA computes in float64")
+                  "products overflow; PCA computes in float64")
         X = X.astype(np.float64)
     return X

@@ -305,7 +305,7 @@ default="pca"
         if isinstance(init, str) and init == "pca" and self.metric == "precomputed":
             # the default start needs feature vectors; openTSNE makes the same switch
             warn_user("init='pca' needs feature vectors, not distances; using "
-                          "init='spectral' (recorded in init_)")
+                      "init='spectral' (recorded in init_)")
             init = "spectral"
         return TSNEPlan(method_=self._resolve_method(n), perplexity_=perplexity,
                         **self._learning_rates(n),
@@ -486,7 +486,7 @@ default="pca"
 
 def _warn_renamed(old: str, new: str) -> None:
     warn_user(f"TSNE's {old} is deprecated and will be removed: use {new}, which means the "
-                  f"same (openTSNE's n_iter=N, which counts only the iterations after early "
-                  f"exaggeration, is max_iter=early_exaggeration_iter + N)" if old == "n_iter"
-                  else f"TSNE's {old} is deprecated and will be removed: use {new} "
-                  "(scikit-learn's name; the same opening angle)", FutureWarning)
+              f"same (openTSNE's n_iter=N, which counts only the iterations after early "
+              f"exaggeration, is max_iter=early_exaggeration_iter + N)" if old == "n_iter"
+              else f"TSNE's {old} is deprecated and will be removed: use {new} "
+              "(scikit-learn's name; the same opening angle)", FutureWarning)

@@ -164,8 +164,8 @@ def spread_threads(when: bool = True) -> Iterator[ThreadSpread | None]:
         os.sched_setaffinity(0, previous)  # the calling thread, in any case
         if not restored:
             warn_user("unimap could not restore the CPU affinity of numba's worker "
-                          "threads; set UNIMAP_PIN_THREADS=0 to turn pinning off",
-                          RuntimeWarning)
+                      "threads; set UNIMAP_PIN_THREADS=0 to turn pinning off",
+                      RuntimeWarning)
 
 
 def pinned_pool(n_threads: int) -> ThreadPoolExecutor:

@@ -357,7 +357,7 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
     rows = np.arange(idx.shape[0])[:, None]
     if (np.diff(dist, axis=1) < 0).any():
         warn_user("precomputed_knn rows were not sorted by distance; they were sorted",
-                      UserWarning)
+                  UserWarning)
         order = np.argsort(dist, axis=1, kind="stable")
         idx, dist = np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
     is_self = idx == rows
@@ -368,9 +368,9 @@ def _self_first_by_distance(idx: np.ndarray, dist: np.ndarray) -> tuple[np.ndarr
     lacking = ~is_self.any(axis=1)
     if lacking.any():
         warn_user(f"{int(lacking.sum())} row(s) of precomputed_knn do not contain the "
-                      "point itself; it was added as column 0 (distance 0) and each such "
-                      "row's farthest neighbour dropped (unimap's kNN graphs include the "
-                      "point itself, as umap-learn's)", UserWarning)
+                  "point itself; it was added as column 0 (distance 0) and each such "
+                  "row's farthest neighbour dropped (unimap's kNN graphs include the "
+                  "point itself, as umap-learn's)", UserWarning)
         idx, dist = idx.copy(), dist.copy()
         idx[lacking] = np.hstack([rows[lacking], idx[lacking, :-1]])
         dist[lacking] = np.hstack([np.zeros((int(lacking.sum()), 1), dist.dtype),

@@ -54,8 +54,8 @@ def _pca_first(adata: Any, n_pcs: int | None) -> tuple[Any, str, int | None, lis
     X, _, _ = representation(adata, "X")
     n_comps = min(n_pcs or SCANPY_N_PCS, min(X.shape) - 1)
     warn_user(f"adata has {adata.n_vars} variables and no obsm['X_pca']: embedding its "
-                  f"first {n_comps} principal components (stored in obsm['X_pca'], as "
-                  "scanpy does); pass use_rep='X' to embed X itself", UserWarning)
+              f"first {n_comps} principal components (stored in obsm['X_pca'], as "
+              "scanpy does); pass use_rep='X' to embed X itself", UserWarning)
     pca = PCA(n_components=n_comps, random_state=0)
     pcs = np.asarray(pca.fit_transform(X), dtype=np.float32)
 
