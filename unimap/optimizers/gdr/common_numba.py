@@ -140,31 +140,33 @@ def _attraction(u, a, b, unnormalized):
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def attract_row_2d(Y, y0, y1, indptr, indices, data, i, a, b, unnormalized):
+def attract_row_2d(Y, y0, y1, indptr, indices, data, i, a, b, unnormalized, edge0=0):
     """``Σ_j p_ij c_ij (y_i − y_j)`` over row i's edges (pairs at u = 0 left out), with ``c``
-    from :func:`_attraction`; ``unnormalized`` is a constant at each call."""
+    from :func:`_attraction`; ``unnormalized`` is a constant at each call. ``edge0``: the
+    edge position of ``indices[0]`` when they hold only some rows' edges (``indptr`` keeps
+    every row's positions in the whole graph: :mod:`unimap.dask.epochs`)."""
     f0 = np.float32(0.0)
     f1 = np.float32(0.0)
     for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
+        j = indices[e - edge0]
         d0 = y0 - Y[j, 0]
         d1 = y1 - Y[j, 1]
         u = d0 * d0 + d1 * d1
         if u > 0.0:
-            coef = data[e] * _attraction(u, a, b, unnormalized)
+            coef = data[e - edge0] * _attraction(u, a, b, unnormalized)
             f0 += coef * d0
             f1 += coef * d1
     return f0, f1
 
 
 @numba.njit(inline="always", cache=True, fastmath=True)
-def attract_row_nd(Y, F, i, indptr, indices, data, scale, a, b, unnormalized):
+def attract_row_nd(Y, F, i, indptr, indices, data, scale, a, b, unnormalized, edge0=0):
     """``F[i] += scale · Σ_j p_ij c_ij (y_i − y_j)``, as :func:`attract_row_2d` in any dimension
     (a negative ``scale`` pulls)."""
     for e in range(indptr[i], indptr[i + 1]):
-        j = indices[e]
+        j = indices[e - edge0]
         u = sq_dist(Y, i, Y, j, np.float32(0.0))
         if u > 0.0:
-            coef = scale * data[e] * _attraction(u, a, b, unnormalized)
+            coef = scale * data[e - edge0] * _attraction(u, a, b, unnormalized)
             for c in range(Y.shape[1]):
                 F[i, c] += coef * (Y[i, c] - Y[j, c])

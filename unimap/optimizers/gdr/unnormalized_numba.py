@@ -32,12 +32,12 @@ def _unnormalized_repel_2d(Y, y0, y1, k, a, b, eps):
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def _unnormalized_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                          attr_scale, a, b):
-    f0, f1 = attract_row_2d(Y, y0, y1, indptr, indices, data, i, a, b, True)
+                          attr_scale, a, b, edge0, t_edge0):
+    f0, f1 = attract_row_2d(Y, y0, y1, indptr, indices, data, i, a, b, True, edge0)
     f0 *= -attr_scale  # the pull: the sign flips exactly, the bits are those of Σ −c·d
     f1 *= -attr_scale
     if use_t:
-        g0, g1 = attract_row_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b, True)
+        g0, g1 = attract_row_2d(Y, y0, y1, t_indptr, t_indices, t_data, i, a, b, True, t_edge0)
         f0 -= g0
         f1 -= g1
     return f0, f1
@@ -45,14 +45,17 @@ def _unnormalized_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indic
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def unnormalized_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                        attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
+                        attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive,
+                        edge0=0, t_edge0=0):
     """Row i's 2-D force into ``F[out_row]`` (``out_row`` = i, or a worker's scratch row when
-    the forces are not kept: :mod:`unimap.optimizers.gdr.chunked_epochs_numba`)."""
+    the forces are not kept: :mod:`unimap.optimizers.gdr.chunked_epochs_numba`). ``edge0``,
+    ``t_edge0``: the edge positions of ``indices[0]`` and ``t_indices[0]`` when they hold a
+    range of rows' edges (see :func:`unimap.optimizers.gdr.common_numba.attract_row_2d`)."""
     n = Y.shape[0]
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1 = _unnormalized_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
-                                   use_t, attr_scale, a, b)
+                                   use_t, attr_scale, a, b, edge0, t_edge0)
     r0 = np.float32(0.0)
     r1 = np.float32(0.0)
     n_full, rest, base, span = sample_layout(indptr, i, n_negatives)
@@ -79,7 +82,7 @@ def unnormalized_row_2d(Y, F, out_row, i, indptr, indices, data, t_indptr, t_ind
 @numba.njit(inline="always", cache=True, fastmath=True)
 def unnormalized_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr, t_indices, t_data,
                                use_t, attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash,
-                               pool):
+                               pool, edge0=0, t_edge0=0):
     """:func:`unnormalized_row_2d` with its negative samples drawn from ``pool``, the positions of
     the row block's pool points (see :func:`unimap.runtime.rng_numba.fill_pool`); ``rep_weight``
     is already scaled by n/(n − 1), since a pool point may be the row's own (no force: its
@@ -91,7 +94,7 @@ def unnormalized_row_2d_pooled(Y, F, out_row, i, indptr, indices, data, t_indptr
     y0 = Y[i, 0]
     y1 = Y[i, 1]
     f0, f1 = _unnormalized_pull_2d(Y, y0, y1, i, indptr, indices, data, t_indptr, t_indices, t_data,
-                                   use_t, attr_scale, a, b)
+                                   use_t, attr_scale, a, b, edge0, t_edge0)
     r0 = np.float32(0.0)
     r1 = np.float32(0.0)
     n_full, rest, base, span = sample_layout(indptr, i, n_negatives)
@@ -116,13 +119,14 @@ def _unnormalized_repel_nd(Y, F, i, k, weight, a, b, eps):
 
 @numba.njit(inline="always", cache=True, fastmath=True)
 def unnormalized_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data, use_t,
-                        attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive):
+                        attr_scale, n_negatives, rep_weight, a, b, eps, epoch_hash, exhaustive,
+                        edge0=0, t_edge0=0):
     n, dim = Y.shape
     for c in range(dim):
         F[i, c] = 0.0
-    attract_row_nd(Y, F, i, indptr, indices, data, -attr_scale, a, b, True)
+    attract_row_nd(Y, F, i, indptr, indices, data, -attr_scale, a, b, True, edge0)
     if use_t:
-        attract_row_nd(Y, F, i, t_indptr, t_indices, t_data, -_ONE, a, b, True)
+        attract_row_nd(Y, F, i, t_indptr, t_indices, t_data, -_ONE, a, b, True, t_edge0)
     n_full, rest, base, span = sample_layout(indptr, i, n_negatives)
     if exhaustive:
         weight = rep_weight * np.float32((n_full * span + rest) / (n - 1))
@@ -145,7 +149,8 @@ def pooled_sample_weight(rep_weight, n: int) -> np.float32:
 
 
 def gdr_unnormalized_epoch(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
-                           exhaustive, n_workers=None, negative_pool=0):
+                           exhaustive, n_workers=None, negative_pool=0, blocks=None,
+                           edge_offsets=(0, 0)):
     """One unnormalized epoch: ``F`` ← forces at ``Y`` (module docstring), then with momentum
     μ, ``V ← μ·V + lr·clip(F)`` and ``Y_out ← Y + V`` (row by row, so ``Y_out`` must not be
     ``Y``).
@@ -179,19 +184,31 @@ def gdr_unnormalized_epoch(Y, Y_out, F, V, edges, transposed, forces, step, lr, 
         repulsion stays unbiased; its noise is shared by a block's rows, which the
         relabelling of large inputs makes neighbours, so it moves them together (measured
         in ``docs/gdr.md``).
+    blocks : (first, stop) or None
+        Only the rows of ``ROW_BLOCK`` blocks ``first`` to ``stop`` − 1 are computed (every row
+        is read from ``Y``); None: all. Each row and pool is keyed by its number in the whole
+        ``Y``, so a range computes the same bits as a whole epoch does for those rows.
+    edge_offsets : (int, int), default=(0, 0)
+        The edge positions of ``edges.indices[0]`` and ``transposed.t_indices[0]`` when they
+        hold only the range's edges (the ``indptr`` arrays keep every row's positions in
+        the whole graph): :mod:`unimap.dask.epochs`.
     """
     if n_workers is None:
         n_workers = workers()
+    n_blocks = (Y.shape[0] + ROW_BLOCK - 1) // ROW_BLOCK
+    first, stop = (0, n_blocks) if blocks is None else blocks
+    ranges = (np.int64(first), np.int64(min(stop, n_blocks)), np.int64(edge_offsets[0]),
+              np.int64(edge_offsets[1]))
     if Y.shape[1] == 2:
         n_pool = 0 if exhaustive else int(negative_pool)
         if n_pool > 0:
             forces = forces._replace(rep_weight=pooled_sample_weight(forces.rep_weight,
                                                                      Y.shape[0]))
         _unnormalized_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
-                               exhaustive, np.int64(n_workers), np.int64(n_pool))
+                               exhaustive, np.int64(n_workers), np.int64(n_pool), *ranges)
         return
     _unnormalized_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
-                           exhaustive, np.int64(n_workers))
+                           exhaustive, np.int64(n_workers), *ranges)
 
 
 # The epoch kernels exist for 2-D and for other dimensions, so that a run compiles only the
@@ -222,7 +239,7 @@ def momentum_step(Y, Y_out, F, V, i, clip, lr, momentum):
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _unnormalized_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
-                           exhaustive, n_workers, n_pool):
+                           exhaustive, n_workers, n_pool, first_block, stop_block, edge0, t_edge0):
     indptr, indices, data = edges.indptr, edges.indices, edges.data
     t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
     attr_scale, n_negatives, rep_weight = forces.attr_scale, forces.n_negatives, forces.rep_weight
@@ -231,32 +248,32 @@ def _unnormalized_epoch_2d(Y, Y_out, F, V, edges, transposed, forces, step, lr, 
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
-    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     next_block = np.zeros(1, np.int64)
     for _worker in numba.prange(n_workers):
         pool = np.empty((n_pool, 2), np.float32)
-        block = claim(next_block)
-        while block < n_blocks:
+        block = first_block + claim(next_block)
+        while block < stop_block:
             rows = range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK))
             if n_pool > 0:
                 fill_pool(Y, pool, epoch_hash, block)
                 for i in rows:
                     unnormalized_row_2d_pooled(Y, F, i, i, indptr, indices, data, t_indptr,
                                                t_indices, t_data, use_t, attr_scale, n_negatives,
-                                               rep_weight, a, b, eps, epoch_hash, pool)
+                                               rep_weight, a, b, eps, epoch_hash, pool, edge0,
+                                               t_edge0)
                     momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
             else:
                 for i in rows:
                     unnormalized_row_2d(Y, F, i, i, indptr, indices, data, t_indptr, t_indices,
                                         t_data, use_t, attr_scale, n_negatives, rep_weight, a, b,
-                                        eps, epoch_hash, exhaustive)
+                                        eps, epoch_hash, exhaustive, edge0, t_edge0)
                     momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
-            block = claim(next_block)
+            block = first_block + claim(next_block)
 
 
 @numba.njit(parallel=True, cache=True, fastmath=True)
 def _unnormalized_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, seed, epoch,
-                           exhaustive, n_workers):
+                           exhaustive, n_workers, first_block, stop_block, edge0, t_edge0):
     indptr, indices, data = edges.indptr, edges.indices, edges.data
     t_indptr, t_indices, t_data = transposed.t_indptr, transposed.t_indices, transposed.t_data
     attr_scale, n_negatives, rep_weight = forces.attr_scale, forces.n_negatives, forces.rep_weight
@@ -265,14 +282,13 @@ def _unnormalized_epoch_nd(Y, Y_out, F, V, edges, transposed, forces, step, lr, 
     n = Y.shape[0]
     use_t = t_indptr.shape[0] == n + 1
     epoch_hash = hash_combine(mix64(np.uint64(seed)), epoch)
-    n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     next_block = np.zeros(1, np.int64)
     for _worker in numba.prange(n_workers):
-        block = claim(next_block)
-        while block < n_blocks:
+        block = first_block + claim(next_block)
+        while block < stop_block:
             for i in range(block * ROW_BLOCK, min(n, (block + 1) * ROW_BLOCK)):
                 unnormalized_row_nd(Y, F, i, indptr, indices, data, t_indptr, t_indices, t_data,
                                     use_t, attr_scale, n_negatives, rep_weight, a, b, eps,
-                                    epoch_hash, exhaustive)
+                                    epoch_hash, exhaustive, edge0, t_edge0)
                 momentum_step(Y, Y_out, F, V, i, clip, lr, momentum)
-            block = claim(next_block)
+            block = first_block + claim(next_block)

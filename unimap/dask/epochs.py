@@ -1,0 +1,228 @@
+"""GDR's unnormalized epochs on a Dask cluster, exact mode: each worker computes a range of
+the rows, and the result is bitwise the single-machine fit's.
+
+:func:`unnormalized_epochs_dask` takes the arguments of
+:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch` and splits the rows into
+parts of whole ``ROW_BLOCK`` blocks (after :func:`gdr_unnormalized_dask`'s relabelling, ranges
+of the start's Z-order). A part holds only its rows' edges (P's and Pᵀ's, with their edge
+positions in the whole graph) and its rows' velocities; each epoch it reads the whole previous
+embedding, gathered from every part's rows, and computes its rows by the CPU's epoch kernel
+restricted to its blocks (:func:`unimap.optimizers.gdr.unnormalized_numba.gdr_unnormalized_epoch`,
+``blocks``). Every row, edge and pool of negatives is keyed by its number in the whole graph,
+never by a part or a thread, so any partitioning on any cluster computes the same bits as one
+machine (tests hold them equal).
+
+What the exact mode costs: one task per part per epoch, and every part receives the other
+parts' rows each epoch ((parts − 1)/parts × n × dim × 4 bytes per part; an epoch's negatives
+can fall on any row). A worker holds the whole embedding and the row pointers (O(n)), and its
+own edges. A mode that reads only a halo of neighbours and samples the far field, and tasks
+of several epochs, are what would lift those costs; this mode is their oracle.
+"""
+
+from __future__ import annotations
+
+import operator
+import uuid
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts"]
+
+
+class _Part(NamedTuple):
+    """One part's rows ``[lo, hi)`` (blocks ``[first_block, stop_block)``) and their edges."""
+
+    lo: int
+    hi: int
+    first_block: int
+    stop_block: int
+    indices: np.ndarray
+    data: np.ndarray
+    edge0: int
+    t_indices: np.ndarray
+    t_data: np.ndarray
+    t_edge0: int
+
+
+class _Shared(NamedTuple):
+    """What every part reads: the row pointers of P and Pᵀ and the optimizer's settings."""
+
+    indptr: np.ndarray
+    t_indptr: np.ndarray
+    forces: Any  # unimap.optimizers.gdr.common_numba.UnnormalizedForces
+    step: Any  # unimap.optimizers.gdr.common_numba.HeavyBall
+    rates: np.ndarray  # each epoch's float32 step size
+    seed: int
+    negative_pool: int
+    shape: tuple[int, int]
+    method: str | None  # the guard's method and causes (None: unguarded)
+    causes: str
+    row_ids: np.ndarray | None
+
+
+def row_parts(n_rows: int, n_parts: int, block: int | None = None) -> list[tuple[int, int]]:
+    """``n_parts`` (at most one per block) ranges of whole blocks of ``block`` rows
+    (default ``ROW_BLOCK``) covering ``[0, n_rows)``, as even in blocks as they divide."""
+    from unimap.runtime.dynamic_numba import ROW_BLOCK
+
+    block = ROW_BLOCK if block is None else block
+    n_blocks = (n_rows + block - 1) // block
+    n_parts = max(1, min(int(n_parts), n_blocks))
+    bounds = [round(p * n_blocks / n_parts) for p in range(n_parts + 1)]
+    return [(bounds[p], bounds[p + 1]) for p in range(n_parts)]
+
+
+def unnormalized_epochs_dask(init: np.ndarray, edges: tuple, transposed: tuple,
+                             attraction_scale: float, n_epochs: int, a: float, b: float,
+                             seed: int, learning_rate: float, momentum: float,
+                             n_negatives: float, repulsion_weight: float, *,
+                             guard: Any = None, row_ids: np.ndarray | None = None,
+                             negative_pool: int = 0, n_parts: int | None = None,
+                             client: Any = None) -> np.ndarray:
+    """:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch` with its epochs on
+    the workers of ``client`` (default: the current one), bitwise the same embedding.
+
+    Parameters
+    ----------
+    init, edges, transposed, attraction_scale, n_epochs, a, b, seed, learning_rate, \
+momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
+        As :func:`~unimap.optimizers.gdr.unnormalized.unnormalized_full_batch`. The guard
+        checks each part's rows after every epoch on its worker; a NaN or infinity fails
+        the fit with its :class:`~unimap.runtime.guards.NonFiniteError` (the user's row
+        named through ``row_ids``), and no later epoch runs.
+    n_parts : int, optional
+        Row ranges, one task each per epoch. Default: the cluster's workers. The result does
+        not depend on it.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    embedding : ndarray of shape (n_samples, n_components), float32, on the client
+    """
+    from unimap.lowdim.similarity_numba import UMAP_EPS
+    from unimap.optimizers.gdr.common_numba import HeavyBall, UnnormalizedForces
+    from unimap.optimizers.gdr.unnormalized import FULL_BATCH_CLIP
+    from unimap.optimizers.schedule import linear_decay
+    from unimap.runtime.dynamic_numba import ROW_BLOCK
+
+    client = _client(client)
+    f32 = np.float32
+    Y0 = np.ascontiguousarray(init, dtype=np.float32)
+    n, dim = Y0.shape
+    indptr, indices, data = edges
+    t_indptr, t_indices, t_data = transposed
+    use_t = t_indptr.shape[0] == n + 1
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = row_parts(n, len(workers) if n_parts is None else n_parts)
+    forces = UnnormalizedForces(f32(attraction_scale), float(n_negatives), f32(repulsion_weight),
+                                f32(a), f32(b), f32(UMAP_EPS))
+    shared = _Shared(np.ascontiguousarray(indptr, dtype=np.int64),
+                     np.ascontiguousarray(t_indptr, dtype=np.int64), forces,
+                     HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum)),
+                     np.asarray(linear_decay(learning_rate, n_epochs), dtype=f32), int(seed),
+                     int(negative_pool), (n, dim), getattr(guard, "method", None),
+                     getattr(guard, "causes", ""), row_ids)
+    # hash=False: keys by content would be shared with an identical call, whose release of
+    # them can reach the scheduler after this call's scatter and drop them ("lost dependencies")
+    [shared_future] = client.scatter([shared], broadcast=True, hash=False)
+    part_futures, states, where, scattered = [], [], [], [shared_future]
+    for p, (first, stop) in enumerate(parts):
+        lo, hi = first * ROW_BLOCK, min(n, stop * ROW_BLOCK)
+        e0, e1 = int(indptr[lo]), int(indptr[hi])
+        t0, t1 = (int(t_indptr[lo]), int(t_indptr[hi])) if use_t else (0, 0)
+        part = _Part(lo, hi, first, stop, np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
+                     np.ascontiguousarray(data[e0:e1], dtype=np.float32), e0,
+                     np.ascontiguousarray(t_indices[t0:t1], dtype=np.int32),
+                     np.ascontiguousarray(t_data[t0:t1], dtype=np.float32), t0)
+        worker = workers[p % len(workers)]  # a part's epochs stay where its edges are
+        start = (Y0[lo:hi].copy(), np.zeros((hi - lo, dim), np.float32))
+        part_future, state = client.scatter([part, start], workers=[worker], hash=False)
+        where.append(worker)
+        part_futures.append(part_future)
+        states.append(state)
+    scattered += part_futures + states  # held to the end: scattered data cannot be recomputed
+    token = uuid.uuid4().hex  # this fit's task keys
+    positions: list = []
+    for epoch in range(-1, n_epochs):  # -1: the start's positions
+        if epoch >= 0:
+            states = [client.submit(_part_epoch, part_futures[p], shared_future, states[p],
+                                    positions, epoch, workers=[where[p]],
+                                    allow_other_workers=True,
+                                    key=f"unimap-gdr-epoch-{epoch}-part-{p}-{token}")
+                      for p in range(len(parts))]
+        positions = [client.submit(operator.itemgetter(0), states[p], workers=[where[p]],
+                                   allow_other_workers=True,
+                                   key=f"unimap-gdr-positions-{epoch}-part-{p}-{token}")
+                     for p in range(len(parts))]
+    pieces = client.gather(positions)  # raises the first failed epoch's error
+    del scattered
+    return np.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+
+
+def _part_epoch(part: _Part, shared: _Shared, state: tuple[np.ndarray, np.ndarray],
+                positions: list[np.ndarray], epoch: int) -> tuple[np.ndarray, np.ndarray]:
+    """One epoch of ``part``'s rows from every part's previous ``positions``: its new rows
+    and velocities (the state the part's next epoch takes)."""
+    from unimap.optimizers.gdr.common_numba import CSR, TransposedCSR
+    from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
+    from unimap.runtime.guards import FiniteGuard
+
+    n, dim = shared.shape
+    Y = np.concatenate(positions, axis=0) if len(positions) > 1 else positions[0]
+    # The kernel writes rows by their number in the whole embedding: buffers of n rows, of
+    # which only the part's are touched (np.empty maps the rest without writing them).
+    Y_out, F, V = (np.empty((n, dim), np.float32) for _ in range(3))
+    V[part.lo:part.hi] = state[1]
+    gdr_unnormalized_epoch(
+        Y, Y_out, F, V, CSR(shared.indptr, part.indices, part.data),
+        TransposedCSR(shared.t_indptr, part.t_indices, part.t_data), shared.forces,
+        shared.step, shared.rates[epoch], np.uint64(shared.seed), np.int64(epoch), False,
+        negative_pool=shared.negative_pool, blocks=(part.first_block, part.stop_block),
+        edge_offsets=(part.edge0, part.t_edge0))
+    rows = Y_out[part.lo:part.hi].copy()
+    if shared.method is not None:
+        row_ids = shared.row_ids
+        ids = np.arange(part.lo, part.hi) if row_ids is None else row_ids[part.lo:part.hi]
+        FiniteGuard(shared.method, shared.causes).check(
+            epoch, rows, ids, **{"the forces": F[part.lo:part.hi]})
+    return rows, V[part.lo:part.hi].copy()
+
+
+def gdr_unnormalized_dask(init: np.ndarray, P: Any, *, symmetric_attraction: bool,
+                          directed: bool, n_epochs: int, a: float, b: float, seed: int,
+                          learning_rate: float, momentum: float, n_negatives: float,
+                          repulsion_weight: float, guard: Any = None,
+                          n_parts: int | None = None, client: Any = None) -> np.ndarray:
+    """:func:`unimap.optimizers.gdr.unnormalized.gdr_unnormalized` (the same arguments and
+    layout: large inputs relabelled along the start's Z-order, with pooled negatives) with
+    its epochs on the cluster (:func:`unnormalized_epochs_dask`): bitwise the same embedding,
+    in the input's row order."""
+    from unimap.optimizers import sampling
+    from unimap.optimizers.gdr.forces import gdr_edge_arrays
+    from unimap.optimizers.gdr.unnormalized import relabels_for_locality
+    from unimap.runtime.ordering import in_input_order, locality_order
+
+    order = None
+    if relabels_for_locality(init.shape[0]):
+        order = locality_order(init)
+        init = init[order]
+    edges, transposed, scale = gdr_edge_arrays(P, symmetric_attraction, directed, order)
+    Y = unnormalized_epochs_dask(init, edges, transposed, scale, n_epochs, a, b, seed,
+                                 learning_rate, momentum, n_negatives, repulsion_weight,
+                                 guard=guard, row_ids=order,
+                                 negative_pool=0 if order is None else sampling.NEGATIVE_POOL,
+                                 n_parts=n_parts, client=client)
+    return Y if order is None else in_input_order(Y, order)
+
+
+def _client(client: Any) -> Any:
+    if client is not None:
+        return client
+    from distributed import get_client
+
+    try:
+        return get_client()
+    except ValueError as error:
+        raise ValueError("GDR's epochs on a cluster need a dask.distributed Client "
+                         "(distributed.Client(...), or pass client=)") from error
