@@ -22,12 +22,23 @@ of several epochs, are what would lift those costs; this mode is their oracle.
 from __future__ import annotations
 
 import operator
+import time
 import uuid
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from unimap.runtime.user_warnings import warn_user
+
 __all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts"]
+
+
+# Epochs between two copies of the positions and velocities to the client: a lost worker
+# costs at most these epochs again, and each copy (n × dim × 8 bytes, once per segment) is a
+# moment where every part waits for the slowest.
+CHECKPOINT_EPOCHS = 25
+# How long the epochs wait with no worker in the cluster before they fail (seconds).
+NO_WORKER_TIMEOUT = 60.0
 
 
 class _Part(NamedTuple):
@@ -79,6 +90,7 @@ def unnormalized_epochs_dask(init: np.ndarray, edges: tuple, transposed: tuple,
                              n_negatives: float, repulsion_weight: float, *,
                              guard: Any = None, row_ids: np.ndarray | None = None,
                              negative_pool: int = 0, n_parts: int | None = None,
+                             checkpoint_every: int = CHECKPOINT_EPOCHS, max_worker_losses: int = 3,
                              client: Any = None) -> np.ndarray:
     """:func:`unimap.optimizers.gdr.unnormalized.unnormalized_full_batch` with its epochs on
     the workers of ``client`` (default: the current one), bitwise the same embedding.
@@ -94,7 +106,17 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
     n_parts : int, optional
         Row ranges, one task each per epoch. Default: the cluster's workers. The result does
         not depend on it.
+    checkpoint_every : int, default=25
+        Epochs between copies of every part's positions and velocities to the client. A
+        worker lost during a segment (its process killed, its connection closed) costs that
+        segment again from the last copy, on the workers left, with a warning; the result is
+        the same bits.
+    max_worker_losses : int, default=3
+        Segments lost to failed workers before the fit fails with a ``RuntimeError``.
     client : distributed.Client, optional
+
+    A cluster with no worker for ``NO_WORKER_TIMEOUT`` seconds fails the fit rather than
+    wait.
 
     Returns
     -------
@@ -113,8 +135,8 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
     indptr, indices, data = edges
     t_indptr, t_indices, t_data = transposed
     use_t = t_indptr.shape[0] == n + 1
-    workers = sorted(client.scheduler_info()["workers"])
-    parts = row_parts(n, len(workers) if n_parts is None else n_parts)
+    if n_parts is None:
+        n_parts = len(client.scheduler_info()["workers"])
     forces = UnnormalizedForces(f32(attraction_scale), float(n_negatives), f32(repulsion_weight),
                                 f32(a), f32(b), f32(UMAP_EPS))
     shared = _Shared(np.ascontiguousarray(indptr, dtype=np.int64),
@@ -123,41 +145,158 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
                      np.asarray(linear_decay(learning_rate, n_epochs), dtype=f32), int(seed),
                      int(negative_pool), (n, dim), getattr(guard, "method", None),
                      getattr(guard, "causes", ""), row_ids)
-    # hash=False: keys by content would be shared with an identical call, whose release of
-    # them can reach the scheduler after this call's scatter and drop them ("lost dependencies")
-    [shared_future] = client.scatter([shared], broadcast=True, hash=False)
-    part_futures, states, where, scattered = [], [], [], [shared_future]
-    for p, (first, stop) in enumerate(parts):
+    parts, checkpoint = [], []
+    for first, stop in row_parts(n, n_parts):
         lo, hi = first * ROW_BLOCK, min(n, stop * ROW_BLOCK)
         e0, e1 = int(indptr[lo]), int(indptr[hi])
         t0, t1 = (int(t_indptr[lo]), int(t_indptr[hi])) if use_t else (0, 0)
-        part = _Part(lo, hi, first, stop, np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
-                     np.ascontiguousarray(data[e0:e1], dtype=np.float32), e0,
-                     np.ascontiguousarray(t_indices[t0:t1], dtype=np.int32),
-                     np.ascontiguousarray(t_data[t0:t1], dtype=np.float32), t0)
-        worker = workers[p % len(workers)]  # a part's epochs stay where its edges are
-        start = (Y0[lo:hi].copy(), np.zeros((hi - lo, dim), np.float32))
-        part_future, state = client.scatter([part, start], workers=[worker], hash=False)
-        where.append(worker)
-        part_futures.append(part_future)
-        states.append(state)
-    scattered += part_futures + states  # held to the end: scattered data cannot be recomputed
-    token = uuid.uuid4().hex  # this fit's task keys
-    positions: list = []
-    for epoch in range(-1, n_epochs):  # -1: the start's positions
-        if epoch >= 0:
-            states = [client.submit(_part_epoch, part_futures[p], shared_future, states[p],
-                                    positions, epoch, workers=[where[p]],
-                                    allow_other_workers=True,
-                                    key=f"unimap-gdr-epoch-{epoch}-part-{p}-{token}")
-                      for p in range(len(parts))]
-        positions = [client.submit(operator.itemgetter(0), states[p], workers=[where[p]],
+        parts.append(_Part(lo, hi, first, stop,
+                           np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
+                           np.ascontiguousarray(data[e0:e1], dtype=np.float32), e0,
+                           np.ascontiguousarray(t_indices[t0:t1], dtype=np.int32),
+                           np.ascontiguousarray(t_data[t0:t1], dtype=np.float32), t0))
+        checkpoint.append((Y0[lo:hi].copy(), np.zeros((hi - lo, dim), np.float32)))
+    run = _Cluster(client, shared, parts)
+    epoch, losses = 0, 0
+    while epoch < n_epochs:
+        stop = min(n_epochs, epoch + checkpoint_every)
+        try:
+            checkpoint = run.epochs(checkpoint, epoch, stop)
+        except _lost_work_errors() as error:
+            losses += 1
+            if losses > max_worker_losses:
+                raise RuntimeError(
+                    f"GDR's epochs on the cluster lost work to a failed worker {losses} times "
+                    f"(the last in epochs {epoch + 1}-{stop}: {type(error).__name__}); giving "
+                    "up. Check the "
+                    "workers' logs (memory limits, killed processes).") from error
+            reason = (str(error).splitlines() or [type(error).__name__])[0]
+            warn_user(f"a worker failed during GDR's epochs {epoch + 1}-{stop} ({reason}); "
+                      f"resuming from the positions after epoch {epoch}", RuntimeWarning)
+            run.forget_parts()
+            time.sleep(min(5.0, 0.5 * losses))  # the scheduler drops the lost worker meanwhile
+            continue
+        epoch = stop
+    pieces = [positions for positions, _ in checkpoint]
+    return np.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+
+
+def _lost_work_errors() -> tuple[type[BaseException], ...]:
+    from concurrent.futures import CancelledError
+
+    from distributed.comm import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return CancelledError, KilledWorker, CommClosedError, _ScatterFailed
+
+
+class _Cluster:
+    """A fit's parts on the cluster: scattered once (again after a worker is lost), and
+    segments of epochs run from a checkpoint."""
+
+    def __init__(self, client: Any, shared: _Shared, parts: list[_Part]) -> None:
+        self.client, self.shared, self.parts = client, shared, parts
+        self.futures: tuple | None = None  # (shared, parts, workers) on the cluster
+
+    def forget_parts(self) -> None:
+        self.futures = None
+
+    def _scattered(self) -> tuple:
+        workers = sorted(self.client.scheduler_info()["workers"])
+        if self.futures is not None and set(self.futures[2]) <= set(workers):
+            return self.futures
+        if not workers:
+            try:
+                self.client.wait_for_workers(1, timeout=NO_WORKER_TIMEOUT)
+            except TimeoutError as error:
+                raise _no_workers_error() from error
+            workers = sorted(self.client.scheduler_info()["workers"])
+        [shared] = _scatter(self.client, [self.shared], broadcast=True)
+        where = [workers[p % len(workers)] for p in range(len(self.parts))]
+        parts = [_scatter(self.client, [part], workers=[worker])[0]
+                 for part, worker in zip(self.parts, where, strict=True)]
+        self.futures = (shared, parts, where)
+        return self.futures
+
+    def epochs(self, checkpoint: list, first: int, stop: int) -> list:
+        """Epochs ``first`` to ``stop`` − 1 from ``checkpoint`` (each part's positions and
+        velocities after epoch ``first`` − 1); the parts' states after epoch ``stop`` − 1."""
+        client = self.client
+        shared, parts, where = self._scattered()
+        # keys of their own: a retried segment's must not meet the cancelled ones' on the way out
+        token = uuid.uuid4().hex
+        states = [_scatter(client, [state], workers=[worker])[0]
+                  for state, worker in zip(checkpoint, where, strict=True)]
+        submitted = list(states)
+        try:
+            positions = self._positions(states, where, first - 1, token)
+            for epoch in range(first, stop):
+                states = [client.submit(_part_epoch, parts[p], shared, states[p], positions,
+                                        epoch, workers=[where[p]], allow_other_workers=True,
+                                        key=f"unimap-gdr-epoch-{epoch}-part-{p}-{token}")
+                          for p in range(len(parts))]
+                positions = self._positions(states, where, epoch, token)
+                submitted += states + positions
+            _wait_with_workers(client, states)
+            return client.gather(states)  # raises the first failed epoch's error
+        except BaseException:
+            client.cancel(submitted)  # nothing of an abandoned segment runs on
+            raise
+
+    def _positions(self, states: list, where: list, epoch: int, token: str) -> list:
+        return [self.client.submit(operator.itemgetter(0), state, workers=[worker],
                                    allow_other_workers=True,
                                    key=f"unimap-gdr-positions-{epoch}-part-{p}-{token}")
-                     for p in range(len(parts))]
-    pieces = client.gather(positions)  # raises the first failed epoch's error
-    del scattered
-    return np.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0]
+                for p, (state, worker) in enumerate(zip(states, where, strict=True))]
+
+
+class _ScatterFailed(RuntimeError):
+    """Data could not reach a worker (one just lost, still listed by the scheduler)."""
+
+
+# Seconds a scatter may take before the worker it goes to counts as lost (a broadcast to a
+# worker whose process was killed waited without end).
+SCATTER_TIMEOUT = 20.0
+
+
+def _scatter(client: Any, data: list, **where: Any) -> list:
+    """``client.scatter(data, **where)`` under random keys, a failure to reach a worker
+    raised as :class:`_ScatterFailed` (lost work, retried)."""
+    from distributed.comm import CommClosedError
+
+    try:
+        # hash=False: keys by content would be shared with an identical call, whose release
+        # of them can reach the scheduler after this scatter and drop them
+        return client.scatter(data, hash=False, timeout=SCATTER_TIMEOUT, **where)
+    except (KeyError, OSError, TimeoutError, CommClosedError) as error:
+        raise _ScatterFailed(f"scattering to the workers failed: {error!r}") from error
+
+
+def _no_workers_error() -> RuntimeError:
+    return RuntimeError(f"GDR's epochs on the cluster waited {NO_WORKER_TIMEOUT:.0f} s with "
+                        "no worker left; the fit stops (start workers and fit again)")
+
+
+def _wait_with_workers(client: Any, futures: list) -> None:
+    """Wait for ``futures``; fail when the cluster has had no worker for
+    :data:`NO_WORKER_TIMEOUT` seconds (tasks would wait for one forever)."""
+    import time
+
+    from distributed import wait
+
+    alone_since = None
+    while True:
+        try:
+            wait(futures, timeout=1.0)
+            return
+        except TimeoutError:
+            pass
+        if client.scheduler_info()["workers"]:
+            alone_since = None
+        elif alone_since is None:
+            alone_since = time.monotonic()
+        elif time.monotonic() - alone_since > NO_WORKER_TIMEOUT:
+            raise _no_workers_error()
 
 
 def _part_epoch(part: _Part, shared: _Shared, state: tuple[np.ndarray, np.ndarray],
@@ -193,11 +332,14 @@ def gdr_unnormalized_dask(init: np.ndarray, P: Any, *, symmetric_attraction: boo
                           directed: bool, n_epochs: int, a: float, b: float, seed: int,
                           learning_rate: float, momentum: float, n_negatives: float,
                           repulsion_weight: float, guard: Any = None,
-                          n_parts: int | None = None, client: Any = None) -> np.ndarray:
+                          n_parts: int | None = None,
+                          checkpoint_every: int = CHECKPOINT_EPOCHS,
+                          max_worker_losses: int = 3, client: Any = None) -> np.ndarray:
     """:func:`unimap.optimizers.gdr.unnormalized.gdr_unnormalized` (the same arguments and
     layout: large inputs relabelled along the start's Z-order, with pooled negatives) with
-    its epochs on the cluster (:func:`unnormalized_epochs_dask`): bitwise the same embedding,
-    in the input's row order."""
+    its epochs on the cluster (:func:`unnormalized_epochs_dask`, whose ``n_parts``,
+    ``checkpoint_every``, ``max_worker_losses`` and ``client`` these are): bitwise the same
+    embedding, in the input's row order."""
     from unimap.optimizers import sampling
     from unimap.optimizers.gdr.forces import gdr_edge_arrays
     from unimap.optimizers.gdr.unnormalized import relabels_for_locality
@@ -212,7 +354,8 @@ def gdr_unnormalized_dask(init: np.ndarray, P: Any, *, symmetric_attraction: boo
                                  learning_rate, momentum, n_negatives, repulsion_weight,
                                  guard=guard, row_ids=order,
                                  negative_pool=0 if order is None else sampling.NEGATIVE_POOL,
-                                 n_parts=n_parts, client=client)
+                                 n_parts=n_parts, checkpoint_every=checkpoint_every,
+                                 max_worker_losses=max_worker_losses, client=client)
     return Y if order is None else in_input_order(Y, order)
 
 
