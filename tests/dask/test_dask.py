@@ -39,14 +39,6 @@ def fitted(digits):
     return {name: make().fit(X_fit) for name, make in ESTIMATORS.items()}
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def test_transform_ships_the_model_once_without_a_client(fitted, digits):
     """Without a distributed client every block's task depends on one delayed node holding
     the model, and the shipped copy leaves out the kNN graph, which transform does not read.

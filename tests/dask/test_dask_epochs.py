@@ -36,14 +36,6 @@ def graph():
     return unimap.GDR(random_state=0, n_epochs=1).fit(X).graph_
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def test_row_parts_cover_the_rows_in_whole_blocks():
     assert row_parts(1797, 3, block=256) == [(0, 3), (3, 5), (5, 8)]  # 8 blocks, the last short
     assert row_parts(100, 5, block=256) == [(0, 1)]  # never more parts than blocks
