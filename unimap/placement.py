@@ -153,6 +153,13 @@ def perplexity_placement(
     P = sp.csr_matrix((probabilities.ravel(), idx.ravel().astype(np.int64),
                        np.arange(0, m * k + 1, k)), shape=(m, n_train))
     init = np.median(reference[idx[:, :min(10, k)]], axis=1)
+    if math.isfinite(disconnection_distance):
+        # a point with no neighbour within reach is attracted by its nearest alone: it starts
+        # there, not at the median of neighbours that may lie across the map (from which
+        # its 250 steps did not always bring it back: 1 seed in 12 ended over a map's width
+        # away)
+        alone = dist[:, 0] >= disconnection_distance
+        init[alone] = reference[idx[alone, 0]]
     Y = place_points(init, P, reference, n_iter, learning_rate, exaggeration, momentum, params,
                      max_grad_norm)
     return Y.astype(np.float32)

@@ -265,10 +265,12 @@ def test_import_unimap_does_not_import_dask():
 
 
 @pytest.mark.parametrize("make", [lambda: unimap.UMAP(n_epochs=10),
-                                  lambda: unimap.GDR(n_epochs=10),
+                                  lambda: unimap.GDR(normalized=True, n_epochs=10),
                                   lambda: unimap.TSNE(max_iter=10)])
 def test_a_neighbour_embedding_refuses_to_gather_a_dask_array(make):
     # Issue 55: GDR().fit(dask_array) gathered the whole array into the client silently.
+    # GDR(normalized=False) now fits it on the cluster (tests/dask/test_dask_fit.py); the
+    # methods without a distributed optimizer refuse it.
     rows = np.random.default_rng(0).standard_normal((320, 20)).astype(np.float32)
     X = da.from_array(rows[:300], chunks=100)
     est = make()

@@ -128,7 +128,7 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
     from unimap.optimizers.schedule import linear_decay
     from unimap.runtime.dynamic_numba import ROW_BLOCK
 
-    client = _client(client)
+    client = required_client(client)
     f32 = np.float32
     Y0 = np.ascontiguousarray(init, dtype=np.float32)
     n, dim = Y0.shape
@@ -177,6 +177,8 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
             time.sleep(min(5.0, 0.5 * losses))  # the scheduler drops the lost worker meanwhile
             continue
         epoch = stop
+        if guard is not None:
+            guard.passed(stop - 1)  # the epoch bar, a segment at a time
     pieces = [positions for positions, _ in checkpoint]
     return np.concatenate(pieces, axis=0) if len(pieces) > 1 else pieces[0]
 
@@ -359,7 +361,7 @@ def gdr_unnormalized_dask(init: np.ndarray, P: Any, *, symmetric_attraction: boo
     return Y if order is None else in_input_order(Y, order)
 
 
-def _client(client: Any) -> Any:
+def required_client(client: Any) -> Any:
     if client is not None:
         return client
     from distributed import get_client

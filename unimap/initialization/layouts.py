@@ -122,8 +122,11 @@ def pca_init(X: np.ndarray, n_components: int, seed: int, device: str = "cpu") -
         axes = fit_pca_cuda(np.ascontiguousarray(sample), k, dtype=X.dtype)
         proj = project_cuda(np.ascontiguousarray(X), axes).copy_to_host()
     else:
-        proj = project(X, fit_pca(sample, k, seed=solver_seed)).astype(np.float32)
-    return _padded(proj, n_components, pad_seed)
+        # row by row: a block of rows on a dask worker gets these bits (unimap.dask.fit),
+        # as fast as BLAS's product for a start's few components
+        proj = project(X, fit_pca(sample, k, seed=solver_seed), row_exact=True
+                       ).astype(np.float32)
+    return padded_components(proj, n_components, pad_seed)
 
 
 def _fit_rows(X: Any, sample_seed: int) -> Any:
@@ -135,7 +138,7 @@ def _fit_rows(X: Any, sample_seed: int) -> Any:
     return X[np.sort(rows)]
 
 
-def _padded(proj: np.ndarray, n_components: int, pad_seed: int) -> np.ndarray:
+def padded_components(proj: np.ndarray, n_components: int, pad_seed: int) -> np.ndarray:
     """``proj`` with small noise columns added up to ``n_components`` (where the data had
     fewer dimensions than the output)."""
     missing = n_components - proj.shape[1]
@@ -169,7 +172,7 @@ def _sparse_pca_init(X: sp.spmatrix, n_components: int, sample_seed: int, solver
     pca = ScikitPCA(k, svd_solver="arpack", random_state=solver_seed % 2**32).fit(sample)
     axes = pca.components_.T.astype(np.float64)
     proj = (np.asarray(X @ axes) - pca.mean_ @ axes).astype(np.float32)
-    return _padded(proj, n_components, pad_seed)
+    return padded_components(proj, n_components, pad_seed)
 
 
 def array_init(init: Any, n_samples: int, n_components: int) -> np.ndarray:

@@ -60,6 +60,8 @@ class NeighborEmbedding(UnimapEstimator):
     PHASES = ("neighbors", "affinities", "init", "optimize")
     _STEP_UNIT = "epoch"  # what the optimizer's progress bar counts (TSNE: iterations)
     _METRIC_KWDS = "metric_kwds"  # the parameter holding the metric's options (TSNE: sklearn's)
+    # whether fit of a dask array runs on its cluster (unimap.dask.fit), else it is refused
+    _FITS_ON_CLUSTER = False
 
     @property
     def _metric_kwds(self) -> dict | None:
@@ -89,28 +91,29 @@ class NeighborEmbedding(UnimapEstimator):
         return self._fit(X, y)
 
     def _fit(self, X: Any, y: Any = None, start: np.ndarray | None = None,
-             epoch_share: float = 1.0) -> NeighborEmbedding:
+             epoch_share: float = 1.0, cluster: Any = None) -> NeighborEmbedding:
         """``fit``; ``start`` (one row per row of ``X``) replaces ``init`` for this fit only,
         and the optimizer runs ``epoch_share`` of the planned epochs (``update``), the
-        hyperparameters unchanged."""
+        hyperparameters unchanged. ``cluster`` (:class:`unimap.dask.fit.ClusterFit`): the
+        dask array ``X`` is fitted on that cluster (the default one for a method that fits on
+        a cluster, ``_FITS_ON_CLUSTER``; the others refuse a dask collection)."""
         clock = PhaseTimer(self._log, show_bars=bool(self.verbose))
         self._validate_params()
         names = SimpleNamespace()
         X = self._fit_input(X, names)
-        refuse_dask_fit(type(self).__name__, X, y)
-        copy = input_copy_estimate(X)
-        if copy is not None:
-            check_memory(copy, self.max_memory, type(self).__name__)
-        X = check_method_input(X, self.metric, square=True)
-        if sp.issparse(X) and self.metric != "precomputed":
-            from unimap.neighbors.sparse_rows import keeps_sparse
+        if cluster is None and is_dask_collection(X) and self._FITS_ON_CLUSTER:
+            from unimap.dask.fit import ClusterFit
 
-            keeps_sparse(X, self.metric, self.knn_method)  # refuses what no search serves
+            cluster = ClusterFit()
+        if cluster is not None:
+            X = cluster.checked_input(self, X, y)
+        else:
+            X = self._checked_memory_input(X, y)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples, got {n} sample")
         target = self._check_target(y, n)
-        rows, inverse = self._distinct_rows(X)
+        rows, inverse = (None, None) if cluster is not None else self._distinct_rows(X)
         if rows is not None:
             X, target, n = X[rows], None if target is None else target[rows], rows.size
         fit = self._resolve(n)
@@ -129,7 +132,8 @@ class NeighborEmbedding(UnimapEstimator):
         fit.n_features_in_ = X.shape[1]
         fit._seed = seed_from_random_state(self.random_state)
         fit._streams = streams = FitStreams.from_seed(fit._seed)
-        fit._index = self._neighbor_index(streams.neighbors)
+        fit._cluster = cluster
+        fit._index = None if cluster is not None else self._neighbor_index(streams.neighbors)
         fit.memory_estimate_ = self._check_memory(fit, X)
         self._place_phases(fit, X)
         name = type(self).__name__
@@ -154,6 +158,20 @@ class NeighborEmbedding(UnimapEstimator):
             self.__dict__.pop(stale, None)
         self.__dict__.update(fit.fitted_attributes())
         return self
+
+    def _checked_memory_input(self, X: Any, y: Any) -> Any:
+        """``X`` of an in-memory fit checked (a dask collection refused, naming the
+        recipes), within ``max_memory`` for its copy."""
+        refuse_dask_fit(type(self).__name__, X, y)
+        copy = input_copy_estimate(X)
+        if copy is not None:
+            check_memory(copy, self.max_memory, type(self).__name__)
+        X = check_method_input(X, self.metric, square=True)
+        if sp.issparse(X) and self.metric != "precomputed":
+            from unimap.neighbors.sparse_rows import keeps_sparse
+
+            keeps_sparse(X, self.metric, self.knn_method)  # refuses what no search serves
+        return X
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
         """Fit and return ``embedding_``, shape (n_samples, n_components)."""
@@ -213,7 +231,8 @@ class NeighborEmbedding(UnimapEstimator):
 
         from unimap.runtime.device import resolve_device
 
-        device = resolve_device(self.device)
+        # a cluster fit runs on the workers' CPUs (ClusterFit refuses device="cuda")
+        device = "cpu" if fit._cluster is not None else resolve_device(self.device)
         on_gpu = self._cuda_phases(fit, X) if device == "cuda" else ()
         fit.devices_ = {phase: "cuda" if phase in on_gpu else "cpu" for phase in self.PHASES}
         fit.device_ = "cuda" if on_gpu else "cpu"
@@ -311,7 +330,8 @@ class NeighborEmbedding(UnimapEstimator):
         loaded from a file saved without the training data."""
         self._check_fitted()
         if self._index is None:
-            raise ValueError(f"{what} is unavailable when fitted with precomputed_knn")
+            raise ValueError(f"{what} is unavailable when fitted with precomputed_knn or on "
+                             "a dask array (no index of the training rows in this process)")
         if not self._index.has_training_data:
             raise self._index.missing(what)
 
@@ -370,9 +390,12 @@ class NeighborEmbedding(UnimapEstimator):
         from unimap.runtime.validation import check_knn_graph
 
         k = fit.n_neighbors_
-        if fit._index is None:
+        if self.precomputed_knn is not None:
             fit.knn_method_ = "precomputed"
             return check_knn_graph(self.precomputed_knn, X.shape[0], k)
+        if fit._cluster is not None:
+            fit.knn_method_ = "dask_shards"
+            return fit._cluster.neighbors(X, k, self.metric, fit._streams.neighbors)
         graph = fit._index.build(X).knn_graph(k)
         fit.knn_method_ = fit._index.method_
         return graph.indices, graph.distances
@@ -380,6 +403,10 @@ class NeighborEmbedding(UnimapEstimator):
     def _initialize(self, fit: FitPlan, X: Any, seed: int) -> np.ndarray:
         from unimap.initialization.layouts import initialize
 
+        if fit._cluster is not None:
+            Y, fit.init_info_ = fit._cluster.initialize(
+                fit.init_, X, self._init_graph(fit), self.n_components, seed, self._scale)
+            return Y
         features = None if self.metric == "precomputed" else X
         Y, fit.init_info_ = initialize(fit.init_, features, self._init_graph(fit),
                                        self.n_components, seed, self._scale,

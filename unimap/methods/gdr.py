@@ -303,6 +303,10 @@ class GDR(UMAPFamily, NeighborEmbedding):
         return gdr_modes.TSNE_LIKE if self.normalized else gdr_modes.UMAP_LIKE
 
     @property
+    def _FITS_ON_CLUSTER(self) -> bool:  # noqa: N802 (the base class's declaration)
+        return self._mode.fits_on_cluster
+
+    @property
     def _scale(self) -> str:
         return self._mode.scale
 

@@ -48,6 +48,7 @@ class GDRMode:
     label: str  # how messages name the mode: GDR(normalized=True)
     scale: str  # the start's scale: "box" (UMAP's [0, 10]) or "std" (t-SNE's 1e-4)
     affinity: str  # the kind of P: "fuzzy" or "perplexity"
+    fits_on_cluster: bool  # fit of a dask array runs on its cluster (unimap.dask.fit)
 
     def resolve(self, est: Any, n: int) -> GDRPlan:
         """GDR's data-dependent defaults for ``n`` points (fitted ``_`` attributes), from
@@ -110,6 +111,7 @@ class UMAPLikeMode(GDRMode):
     decaying step, UMAP's placement."""
 
     normalized, label, scale, affinity = False, "", "box", "fuzzy"
+    fits_on_cluster = True  # its epochs have a distributed form (unimap.dask.epochs)
 
     def _plan(self, est, n, fit):
         return {"n_epochs_": est.n_epochs if est.n_epochs is not None else umap_epochs(n),
@@ -135,8 +137,9 @@ class UMAPLikeMode(GDRMode):
 
         weight = (est.repulsion_strength * fit.mean_weight_ * REPULSION_RATE
                   / fit.n_negatives_)
-        return gdr_unnormalized(init, fit.graph_, repulsion_weight=weight,
-                                guard=est._epoch_guard(fit, UMAP_CAUSES), **common)
+        optimizer = gdr_unnormalized if fit._cluster is None else fit._cluster.gdr_unnormalized
+        return optimizer(init, fit.graph_, repulsion_weight=weight,
+                         guard=est._epoch_guard(fit, UMAP_CAUSES), **common)
 
     def place(self, est, X):
         from unimap.placement import fuzzy_placement, transform_epochs
@@ -155,6 +158,7 @@ class TSNELikeMode(GDRMode):
     momentum and gains, openTSNE's placement."""
 
     normalized, label, scale, affinity = True, "(normalized=True)", "std", "perplexity"
+    fits_on_cluster = False  # each epoch's normalisation sums over every pair: not built
 
     def _plan(self, est, n, fit):
         from unimap.affinity.perplexity import effective_perplexity, perplexity_neighbors

@@ -57,6 +57,7 @@ class FitPlan:
     # passed between phases only
     epoch_bar: Any = field(default=None, metadata=RUN_STATE)
     target: np.ndarray | None = field(default=None, metadata=RUN_STATE)  # y, checked
+    _cluster: Any = field(default=None, metadata=RUN_STATE)  # unimap.dask.fit.ClusterFit
 
     def optional_names(self) -> list[str]:
         """The fields that reach the estimator only when set (a refit without them must drop

@@ -388,7 +388,8 @@ def refuse_dask_fit(name: str, X: Any, y: Any = None) -> None:
     shape = getattr(X, "shape", None)
     size = f" of shape {tuple(shape)}" if shape is not None else ""
     raise ValueError(
-        f"{name} fits in this process and does not gather a dask collection{size} into it: "
+        f"{name} fits in this process and does not gather a dask collection{size} into it "
+        "(GDR(normalized=False) fits one on its cluster): "
         "for data that fit in memory, pass X.compute() (and y.compute()); for more, fit a "
         "sample and place every row on the workers, model.fit(X[::step].compute()) then "
         "model.transform(X) (docs/dask.md, 'Data that does not fit one machine'), or build "

@@ -1,0 +1,92 @@
+"""``GDR(normalized=False).fit`` of a dask array on the cluster (:mod:`unimap.dask.fit`):
+bitwise the in-memory fit on the cluster's kNN graph, and clear refusals of what it does not
+fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import unimap
+
+da = pytest.importorskip("dask.array")
+pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((1_200, 12)).astype(np.float32)
+    X[:400] += 3.0
+    X[400:800, :2] -= 3.0
+    return X
+
+
+def _in_memory_twin(fitted: unimap.GDR, X: np.ndarray, **params) -> unimap.GDR:
+    """The in-memory fit of ``X`` on the cluster fit's kNN graph, the same parameters."""
+    graph = unimap.dask.knn_graph(da.from_array(X, chunks=300), fitted.n_neighbors_,
+                                  random_state=fitted._streams.neighbors).compute()
+    return unimap.GDR(precomputed_knn=graph, **params).fit(X)
+
+
+@pytest.mark.parametrize("init,n_components,n_parts",
+                         [("spectral", 2, None), ("pca", 2, 3), ("random", 3, 1),
+                          ("pca", 3, 4)])
+def test_the_cluster_fit_is_bitwise_the_in_memory_fit(client, blobs, init, n_components,
+                                                      n_parts):
+    params = dict(init=init, n_components=n_components, n_epochs=40, random_state=5)
+    X = da.from_array(blobs, chunks=(250, 6))  # column chunks are joined
+    est = unimap.GDR(**params)
+    if n_parts is None:
+        est.fit(X)
+    else:
+        assert unimap.dask.fit_on_cluster(est, X, client=client, n_parts=n_parts) is est
+    twin = _in_memory_twin(est, blobs, **params)
+    np.testing.assert_array_equal(est.knn_indices_, twin.knn_indices_)
+    assert (est.graph_ != twin.graph_).nnz == 0
+    np.testing.assert_array_equal(est.embedding_, twin.embedding_)
+    assert est.embedding_.shape == (1_200, n_components)
+    assert est.knn_method_ == "dask_shards"
+    assert set(est.devices_.values()) == {"cpu"}
+    assert est.init_info_["method"] == init
+    assert {"neighbors", "affinities", "init", "optimize"} <= set(est.timings_)
+
+
+def test_a_precomputed_graph_with_a_dask_array_skips_the_search(client, blobs):
+    X = da.from_array(blobs, chunks=400)
+    graph = unimap.dask.knn_graph(X, 15, random_state=0).compute()
+    on_cluster = unimap.GDR(precomputed_knn=graph, n_epochs=30, random_state=1).fit(X)
+    in_memory = unimap.GDR(precomputed_knn=graph, n_epochs=30, random_state=1).fit(blobs)
+    assert on_cluster.knn_method_ == "precomputed"
+    np.testing.assert_array_equal(on_cluster.embedding_, in_memory.embedding_)
+
+
+def test_a_model_fitted_on_the_cluster_cannot_transform(client, blobs):
+    est = unimap.GDR(n_epochs=10, init="random", random_state=0).fit(
+        da.from_array(blobs, chunks=400))
+    with pytest.raises(ValueError, match="fitted with precomputed_knn or on a dask array"):
+        est.transform(blobs[:5])
+
+
+@pytest.mark.parametrize("params,y,message", [
+    ({}, np.zeros(1_200), "takes no y"),
+    ({"unique": True}, None, "unique=True"),
+    ({"metric": "manhattan"}, None, "serves metric in"),
+    ({"device": "cuda"}, None, "runs on the workers' CPUs"),
+])
+def test_what_the_cluster_fit_cannot_do_is_refused_by_name(client, blobs, params, y,
+                                                            message):
+    est = unimap.GDR(n_epochs=10, **params)
+    with pytest.raises(ValueError, match=message):
+        est.fit(da.from_array(blobs, chunks=400), y)
+    assert not hasattr(est, "embedding_")
+
+
+def test_bad_dask_input_is_refused_before_any_work(client):
+    with pytest.raises(ValueError, match="2-D dask array"):
+        unimap.GDR().fit(da.zeros((10,), chunks=5))
+    with pytest.raises(ValueError, match="numeric"):
+        unimap.GDR().fit(da.from_array(np.array([["a", "b"]] * 4), chunks=2))
+    rows = da.from_array(np.ones((8, 3), np.float32), chunks=4)
+    with pytest.raises(ValueError, match="unknown row counts"):
+        unimap.GDR().fit(rows[rows[:, 0] > 0])

@@ -1,0 +1,175 @@
+"""``GDR(normalized=False).fit`` of a dask array on a ``dask.distributed`` cluster: the rows
+never come to the client.
+
+What runs where (the estimator's pipeline, :class:`unimap.methods._base.NeighborEmbedding`,
+asks a :class:`ClusterFit` for the phases that read the rows or dominate the time):
+
+- **neighbors**: :func:`unimap.dask.knn_graph` on the workers (k-means shards searched by
+  HNSW); its ``(n, k)`` indices and distances come to the client (``n·k·8`` bytes, against
+  ``n·d·4`` for the rows).
+- **affinities**: UMAP's fuzzy graph on the client from those arrays, as in memory.
+- **init**: ``"spectral"`` on the client from the graph; ``"pca"``: the axes of the in-memory
+  start's sample of rows (the same rows: only they come to the client), every row projected
+  on its worker; ``"random"`` and arrays as in memory.
+- **optimize**: the epochs on the workers (:mod:`unimap.dask.epochs`), bitwise the
+  single-machine optimizer's.
+
+So ``GDR(...).fit(X)`` on the cluster is bitwise ``GDR(precomputed_knn=graph, ...)
+.fit(X.compute())`` with ``graph`` the cluster's kNN graph (the tests hold them equal), except
+where a spectral start's graph has more connected components than the ± coordinate axes: in
+memory their centroids' principal axes place them, here random directions (the rows are not
+on the client).
+
+Not built yet: the affinities on the workers (the client holds the ``n·k`` graph), a
+supervised fit, ``unique=True``, the normalized mode, UMAP and TSNE (they refuse a dask
+array and name the recipes of ``docs/dask.md``); ``transform`` of a model fitted here (no
+index of the training rows in this process).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from unimap.dask.sample import checked_rows
+
+__all__ = ["ClusterFit", "fit_on_cluster"]
+
+
+class ClusterFit:
+    """How one fit uses the cluster: its client, the kNN graph's shards and probes, and the
+    optimizer's row parts (see the module docstring).
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        Default: the current client.
+    n_shards, n_probe : int, optional
+        As :func:`unimap.dask.knn_graph`.
+    n_parts : int, optional
+        Row ranges of the optimizer (:func:`unimap.dask.epochs.unnormalized_epochs_dask`);
+        default one per worker. The result does not depend on it.
+    """
+
+    def __init__(self, client: Any = None, *, n_shards: int | None = None,
+                 n_probe: int | None = None, n_parts: int | None = None) -> None:
+        from unimap.dask.epochs import required_client
+
+        self.client = required_client(client)
+        self.n_shards, self.n_probe, self.n_parts = n_shards, n_probe, n_parts
+
+    def checked_input(self, estimator: Any, X: Any, y: Any) -> Any:
+        """``X`` as the cluster fit takes it, or a ValueError naming what it cannot do."""
+        from unimap.dask.knn_cells import METRICS
+        from unimap.dask.transform import is_dask_collection
+
+        name = type(estimator).__name__
+        X = checked_rows(X, f"{name}.fit on a dask array")
+        if y is not None:
+            kind = "dask collection" if is_dask_collection(y) else "array"
+            raise ValueError(f"{name}.fit of a dask array takes no y (got a {kind}): a "
+                             "supervised fit on the cluster is not built; fit a sample "
+                             "with its labels and place the rest (docs/dask.md)")
+        if getattr(estimator, "unique", False):
+            raise ValueError(f"{name}(unique=True) cannot fit a dask array: finding the "
+                             "duplicate rows would gather them; fit with unique=False")
+        if estimator.metric not in METRICS and estimator.precomputed_knn is None:
+            raise ValueError(f"{name}.fit of a dask array builds its kNN graph on the cluster, "
+                             f"which serves metric in {METRICS}, not {estimator.metric!r}")
+        if estimator.device == "cuda":
+            raise ValueError(f"{name}(device='cuda') cannot fit a dask array: the cluster "
+                             "fit runs on the workers' CPUs; use device='auto' or 'cpu'")
+        if X.shape[0] < 2:
+            raise ValueError(f"{name} needs at least 2 samples, got {X.shape[0]} sample")
+        return X
+
+    def neighbors(self, X: Any, n_neighbors: int, metric: str,
+                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The kNN graph of ``X``'s rows, built on the workers, in memory here."""
+        from unimap.dask.knn import knn_graph
+
+        graph = knn_graph(X, n_neighbors, metric=metric, n_shards=self.n_shards,
+                          n_probe=self.n_probe, random_state=seed)
+        indices, distances = graph.compute()
+        return np.ascontiguousarray(indices), np.ascontiguousarray(distances)
+
+    def initialize(self, init: Any, X: Any, graph: Any, n_components: int, seed: int,
+                   scale: str) -> tuple[np.ndarray, dict]:
+        """The start, as :func:`unimap.initialization.layouts.initialize` makes it in
+        memory; ``"pca"`` projects the rows on their workers."""
+        from unimap.initialization.layouts import (
+            BOX_SIZE,
+            INIT_STD,
+            initialize,
+            rescale_to_box,
+            rescale_to_std,
+        )
+
+        if not (isinstance(init, str) and init == "pca"):
+            return initialize(init, None, graph, n_components, seed, scale)
+        Y = pca_start(X, n_components, seed)
+        Y = rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)
+        return Y, {"method": "pca", "fallback": None}
+
+    def gdr_unnormalized(self, init: np.ndarray, P: Any, **options: Any) -> np.ndarray:
+        """:func:`unimap.dask.epochs.gdr_unnormalized_dask` on this cluster (``options``:
+        :func:`~unimap.optimizers.gdr.unnormalized.gdr_unnormalized`'s, ``device`` dropped)."""
+        from unimap.dask.epochs import gdr_unnormalized_dask
+
+        options.pop("device", None)
+        return gdr_unnormalized_dask(init, P, n_parts=self.n_parts, client=self.client,
+                                     **options)
+
+
+def pca_start(X: Any, n_components: int, seed: int) -> np.ndarray:
+    """:func:`unimap.initialization.layouts.pca_init` of a dask array: the axes fitted on the
+    same rows (all of them up to ``PCA_INIT_FIT_ROWS``, else the same draw), which alone
+    come to the client; every row projected on its worker, one by one."""
+    from unimap.decomposition.pca import fit_pca
+    from unimap.initialization.layouts import PCA_INIT_FIT_ROWS, padded_components
+    from unimap.runtime.random_streams import spawn_seeds
+
+    sample_seed, solver_seed, pad_seed = spawn_seeds(seed, 3)
+    n, d = X.shape
+    if n <= PCA_INIT_FIT_ROWS:
+        sample = X.compute()
+    else:
+        rows = np.random.default_rng(sample_seed).choice(n, PCA_INIT_FIT_ROWS, replace=False)
+        sample = X[np.sort(rows)].compute()
+    sample = np.asarray(sample)
+    if not np.issubdtype(sample.dtype, np.floating):
+        sample = sample.astype(np.float32)
+    k = min(n_components, sample.shape[0], d)
+    axes = fit_pca(sample, k, seed=solver_seed)
+    proj = X.map_blocks(partial(_projected_rows, axes=axes, dtype=sample.dtype),
+                        chunks=(X.chunks[0], (k,)), dtype=np.float32).compute()
+    return padded_components(np.ascontiguousarray(proj), n_components, pad_seed)
+
+
+def _projected_rows(block: Any, axes: Any, dtype: np.dtype) -> np.ndarray:
+    """One block's rows on the PCA start's axes (on a worker), each row on its own."""
+    from unimap.decomposition.pca import project
+
+    return project(np.asarray(block, dtype=dtype), axes, row_exact=True).astype(np.float32)
+
+
+def fit_on_cluster(estimator: Any, X: Any, y: Any = None, *, client: Any = None,
+                   n_shards: int | None = None, n_probe: int | None = None,
+                   n_parts: int | None = None) -> Any:
+    """Fit ``estimator`` (``GDR(normalized=False)``) to the dask array ``X`` on the cluster
+    with these options (:class:`ClusterFit`; ``estimator.fit(X)`` uses the defaults).
+    Returns the fitted estimator; ``embedding_`` is in memory on the client.
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap                                     # doctest: +SKIP
+    >>> from distributed import Client                                      # doctest: +SKIP
+    >>> client = Client(n_workers=2, threads_per_worker=1)                  # doctest: +SKIP
+    >>> X = da.from_zarr("points.zarr")                                     # doctest: +SKIP
+    >>> model = unimap.dask.fit_on_cluster(unimap.GDR(random_state=0), X, n_parts=8)
+    ...                                                                     # doctest: +SKIP
+    """
+    cluster = ClusterFit(client, n_shards=n_shards, n_probe=n_probe, n_parts=n_parts)
+    return estimator._fit(X, y, cluster=cluster)
