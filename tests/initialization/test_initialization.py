@@ -153,7 +153,7 @@ def test_component_centroids_without_a_float64_copy_of_the_data(monkeypatch):
     monkeypatch.setattr(initialization, "_CENTROID_BLOCK_BYTES", 8 * d * 1600)  # 1,600 rows
     tracemalloc.start()
     try:
-        sums = initialization._component_sums(labels, n_comp, X)
+        sums = initialization.component_sums(labels, n_comp, X)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

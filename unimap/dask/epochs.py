@@ -213,8 +213,13 @@ class _Cluster:
             except TimeoutError as error:
                 raise _no_workers_error() from error
             workers = sorted(self.client.scheduler_info()["workers"])
-        [shared] = _scatter(self.client, [self.shared], broadcast=True)
         where = [workers[p % len(workers)] for p in range(len(self.parts))]
+        # one copy of the shared inputs per worker, each scattered to that worker alone: a
+        # broadcast to every worker the scheduler lists hung (past its timeout) when one of
+        # them had just been killed
+        copies = {worker: _scatter(self.client, [self.shared], workers=[worker])[0]
+                  for worker in dict.fromkeys(where)}
+        shared = [copies[worker] for worker in where]
         parts = [_scatter(self.client, [part], workers=[worker])[0]
                  for part, worker in zip(self.parts, where, strict=True)]
         self.futures = (shared, parts, where)
@@ -233,7 +238,7 @@ class _Cluster:
         try:
             positions = self._positions(states, where, first - 1, token)
             for epoch in range(first, stop):
-                states = [client.submit(_part_epoch, parts[p], shared, states[p], positions,
+                states = [client.submit(_part_epoch, parts[p], shared[p], states[p], positions,
                                         epoch, workers=[where[p]], allow_other_workers=True,
                                         key=f"unimap-gdr-epoch-{epoch}-part-{p}-{token}")
                           for p in range(len(parts))]
@@ -305,9 +310,11 @@ def _part_epoch(part: _Part, shared: _Shared, state: tuple[np.ndarray, np.ndarra
                 positions: list[np.ndarray], epoch: int) -> tuple[np.ndarray, np.ndarray]:
     """One epoch of ``part``'s rows from every part's previous ``positions``: its new rows
     and velocities (the state the part's next epoch takes)."""
+    from unimap.dask.transform import worker_threads
     from unimap.optimizers.gdr.common_numba import CSR, TransposedCSR
     from unimap.optimizers.gdr.unnormalized_numba import gdr_unnormalized_epoch
     from unimap.runtime.guards import FiniteGuard
+    from unimap.runtime.threads import numba_threads
 
     n, dim = shared.shape
     Y = np.concatenate(positions, axis=0) if len(positions) > 1 else positions[0]
@@ -315,12 +322,15 @@ def _part_epoch(part: _Part, shared: _Shared, state: tuple[np.ndarray, np.ndarra
     # which only the part's are touched (np.empty maps the rest without writing them).
     Y_out, F, V = (np.empty((n, dim), np.float32) for _ in range(3))
     V[part.lo:part.hi] = state[1]
-    gdr_unnormalized_epoch(
-        Y, Y_out, F, V, CSR(shared.indptr, part.indices, part.data),
-        TransposedCSR(shared.t_indptr, part.t_indices, part.t_data), shared.forces,
-        shared.step, shared.rates[epoch], np.uint64(shared.seed), np.int64(epoch), False,
-        negative_pool=shared.negative_pool, blocks=(part.first_block, part.stop_block),
-        edge_offsets=(part.edge0, part.t_edge0))
+    # the worker's threads, not numba's default of every core: the workers on one machine
+    # would each run that many (the bits do not depend on it)
+    with numba_threads(worker_threads()):
+        gdr_unnormalized_epoch(
+            Y, Y_out, F, V, CSR(shared.indptr, part.indices, part.data),
+            TransposedCSR(shared.t_indptr, part.t_indices, part.t_data), shared.forces,
+            shared.step, shared.rates[epoch], np.uint64(shared.seed), np.int64(epoch), False,
+            negative_pool=shared.negative_pool, blocks=(part.first_block, part.stop_block),
+            edge_offsets=(part.edge0, part.t_edge0))
     rows = Y_out[part.lo:part.hi].copy()
     if shared.method is not None:
         row_ids = shared.row_ids

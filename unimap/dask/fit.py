@@ -16,9 +16,9 @@ asks a :class:`ClusterFit` for the phases that read the rows or dominate the tim
 
 So ``GDR(...).fit(X)`` on the cluster is bitwise ``GDR(precomputed_knn=graph, ...)
 .fit(X.compute())`` with ``graph`` the cluster's kNN graph (the tests hold them equal), except
-where a spectral start's graph has more connected components than the ± coordinate axes: in
-memory their centroids' principal axes place them, here random directions (the rows are not
-on the client).
+where a spectral start's graph has more connected components than the ± coordinate axes: the
+centroids whose principal axes place them are summed per block on the workers
+(:class:`ClusterRows`), equal to the in-memory sums up to rounding, not bitwise.
 
 Not built yet: the affinities on the workers (the client holds the ``n·k`` graph), a
 supervised fit, ``unique=True``, the normalized mode, UMAP and TSNE (they refuse a dask
@@ -108,7 +108,7 @@ class ClusterFit:
         )
 
         if not (isinstance(init, str) and init == "pca"):
-            return initialize(init, None, graph, n_components, seed, scale)
+            return initialize(init, ClusterRows(X), graph, n_components, seed, scale)
         Y = pca_start(X, n_components, seed)
         Y = rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)
         return Y, {"method": "pca", "fallback": None}
@@ -121,6 +121,36 @@ class ClusterFit:
         options.pop("device", None)
         return gdr_unnormalized_dask(init, P, n_parts=self.n_parts, client=self.client,
                                      **options)
+
+
+class ClusterRows:
+    """A dask array's rows as the spectral start reads them: the sums of the rows of each
+    connected component (their centroids place the components), computed on the workers."""
+
+    def __init__(self, X: Any) -> None:
+        self.X = X
+
+    def component_sums(self, labels: np.ndarray, n_labels: int) -> np.ndarray:
+        """Per-label sums of the rows, float64 (n_labels, n_features): each block's on its
+        worker (its labels sent with it), added on the client in block order."""
+        import dask
+
+        X = self.X
+        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])])
+        blocks = X.to_delayed().ravel()
+        parts = [dask.delayed(_block_label_sums)(block, labels[offsets[b]:offsets[b + 1]],
+                                                 n_labels)
+                 for b, block in enumerate(blocks)]
+        sums = np.zeros((n_labels, X.shape[1]), dtype=np.float64)
+        for part in dask.compute(*parts):
+            sums += part
+        return sums
+
+
+def _block_label_sums(block: Any, labels: np.ndarray, n_labels: int) -> np.ndarray:
+    from unimap.initialization.spectral import component_sums
+
+    return component_sums(labels, n_labels, np.asarray(block))
 
 
 def pca_start(X: Any, n_components: int, seed: int) -> np.ndarray:

@@ -97,11 +97,11 @@ def _place_block(block: Any, model: Any, options: dict, n_jobs: int | None) -> n
     """One block's placement, on a worker."""
     if block.shape[0] == 0:
         return np.empty((0, model._n_features_out), model._transform_dtype(block.dtype))
-    threads = _worker_threads() if n_jobs is None else n_jobs
+    threads = worker_threads() if n_jobs is None else n_jobs
     return _with_threads(model, threads)._transform(block, **options)
 
 
-def _worker_threads() -> int:
+def worker_threads() -> int:
     """The thread count of the ``distributed`` worker running this task, else the cores."""
     import os
 

@@ -96,7 +96,9 @@ def spectral_init(
     Each connected component gets its own spectral layout (random if it is too small or the
     eigensolver fails), scaled into a box around the component's position in a meta layout:
     the ± coordinate axes for few components, else the PCA of the component centroids in
-    ``data`` (random directions without data).
+    ``data`` (random directions without data). ``data`` may instead be an object whose
+    ``component_sums(labels, n_labels)`` returns the per-label sums of its rows, float64 of
+    shape (n_labels, n_features) (rows that are not in memory).
 
     ``seed`` is split into three streams: the eigensolver's start vector, the tie-breaking
     noise, and the random layouts (fallback, meta positions, small components).
@@ -171,8 +173,11 @@ def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
         return np.vstack([base, -base])[:n_comp]
     if data is not None and not sp.issparse(data):
         # Centroids by one sparse product, not a pass over the data per component (measured:
-        # benchmarks/results/library_notes.md, "unimap/initialization/spectral.py").
-        centroids = _component_sums(labels, n_comp, data) / sizes[:, None]
+        # benchmarks/results/library_notes.md, "unimap/initialization/spectral.py"); rows
+        # that live elsewhere (a dask array's, unimap.dask.fit) sum themselves
+        sums = (data.component_sums(labels, n_comp) if hasattr(data, "component_sums")
+                else component_sums(labels, n_comp, data))
+        centroids = sums / sizes[:, None]
         centroids -= centroids.mean(axis=0)
         if n_comp > centroids.shape[1]:  # principal axes from the small covariance matrix
             _, axes = np.linalg.eigh(centroids.T @ centroids)
@@ -187,11 +192,11 @@ def _meta_positions(labels, sizes, n_components, seed, data) -> np.ndarray:
     return meta / np.linalg.norm(meta, axis=1, keepdims=True)
 
 
-# Bytes of the float64 copy of data rows that _component_sums converts at a time.
+# Bytes of the float64 copy of data rows that component_sums converts at a time.
 _CENTROID_BLOCK_BYTES = 64 << 20
 
 
-def _component_sums(labels: np.ndarray, n_comp: int, data: np.ndarray) -> np.ndarray:
+def component_sums(labels: np.ndarray, n_comp: int, data: np.ndarray) -> np.ndarray:
     """Per-component sums of the rows of ``data``, float64, shape (n_comp, n_features).
 
     Blocks of rows are converted to float64 (no float64 copy of the whole data: MNIST
