@@ -51,6 +51,17 @@ class ClusterFit:
     n_parts : int, optional
         Row ranges of the optimizer (:func:`unimap.dask.epochs.unnormalized_epochs_dask`);
         default one per worker. The result does not depend on it.
+
+    Examples
+    --------
+    >>> import dask.array as da, unimap
+    >>> from distributed import Client
+    >>> client = Client(processes=False, n_workers=2, threads_per_worker=1,
+    ...                 dashboard_address=None)
+    >>> cluster = unimap.dask.ClusterFit(client, n_parts=4)
+    >>> cluster.n_parts, len(cluster.client.scheduler_info()["workers"])
+    (4, 2)
+    >>> client.close()
     """
 
     def __init__(self, client: Any = None, *, n_shards: int | None = None,
@@ -194,12 +205,16 @@ def fit_on_cluster(estimator: Any, X: Any, y: Any = None, *, client: Any = None,
 
     Examples
     --------
-    >>> import dask.array as da, unimap                                     # doctest: +SKIP
-    >>> from distributed import Client                                      # doctest: +SKIP
-    >>> client = Client(n_workers=2, threads_per_worker=1)                  # doctest: +SKIP
-    >>> X = da.from_zarr("points.zarr")                                     # doctest: +SKIP
-    >>> model = unimap.dask.fit_on_cluster(unimap.GDR(random_state=0), X, n_parts=8)
-    ...                                                                     # doctest: +SKIP
+    >>> import dask.array as da, numpy as np, unimap
+    >>> from distributed import Client
+    >>> client = Client(processes=False, n_workers=2, threads_per_worker=1,
+    ...                 dashboard_address=None)
+    >>> X = da.random.default_rng(0).standard_normal((3_000, 10), chunks=1_000)
+    >>> model = unimap.dask.fit_on_cluster(unimap.GDR(n_epochs=50, random_state=0), X,
+    ...                                    client=client, n_parts=3)
+    >>> model.embedding_.shape, model.knn_method_, bool(np.isfinite(model.embedding_).all())
+    ((3000, 2), 'dask_shards', True)
+    >>> client.close()
     """
     cluster = ClusterFit(client, n_shards=n_shards, n_probe=n_probe, n_parts=n_parts)
     return estimator._fit(X, y, cluster=cluster)
