@@ -113,3 +113,46 @@ def test_a_disconnected_graphs_components_are_placed_by_their_centroids(client):
     twin = _in_memory_twin(on_cluster, X, **params)
     assert on_cluster.init_info_["n_graph_components"] == 7
     np.testing.assert_allclose(on_cluster.embedding_, twin.embedding_, atol=1e-3)
+
+
+class _StubClient:
+    """A client whose scheduler lists two workers with the given limit and memory in use."""
+
+    def __init__(self, limit: int, used: int) -> None:
+        self.info = {"workers": {f"tcp://w{i}": {"memory_limit": limit, "nthreads": 1,
+                                                 "metrics": {"memory": used}}
+                                 for i in range(2)}}
+
+    def scheduler_info(self):
+        return self.info
+
+
+def test_a_worker_too_small_for_the_epochs_is_refused_before_any_phase():
+    from unimap.dask.epochs import worker_epoch_bytes
+    from unimap.runtime.memory import InsufficientMemoryError
+
+    n, k = 1_000_000, 15
+    rows = [500_224, 499_776]  # two parts of whole 256-row blocks
+    need = worker_epoch_bytes(n, 2, [rows[0]], [rows[0] * 4 * (k - 1)])
+    # every part reads all n positions twice over (received and concatenated): 16 MB in 2-D
+    assert need > 2 * n * 2 * 4
+    big = unimap.dask.ClusterFit(_StubClient(limit=8 * 2**30, used=2**28))
+    assert big.checked_worker_memory(unimap.GDR(), n, k, 2) == need
+    small = unimap.dask.ClusterFit(_StubClient(limit=need, used=2**28))
+    with pytest.raises(InsufficientMemoryError, match=r"tcp://w0.*memory_limit.*n_parts"):
+        small.checked_worker_memory(unimap.GDR(), n, k, 2)
+    # the check can be turned off, and a worker without a limit is not checked
+    assert small.checked_worker_memory(unimap.GDR(max_memory=None), n, k, 2) == need
+    unlimited = unimap.dask.ClusterFit(_StubClient(limit=0, used=2**28))
+    assert unlimited.checked_worker_memory(unimap.GDR(), n, k, 2) == need
+    # more parts on as many workers: each holds fewer edges, but still all n positions
+    parted = unimap.dask.ClusterFit(_StubClient(limit=0, used=0), n_parts=8)
+    assert 2 * n * 2 * 4 < parted.checked_worker_memory(unimap.GDR(), n, k, 2) < need
+
+
+def test_the_cluster_fit_records_its_worker_estimate(client, blobs):
+    X = da.from_array(blobs, chunks=300)
+    est = unimap.GDR(n_epochs=10, random_state=0).fit(X)
+    assert est.worker_memory_estimate_ > 2 * blobs.shape[0] * 2 * 4
+    assert not hasattr(unimap.GDR(n_epochs=10, random_state=0).fit(blobs),
+                       "worker_memory_estimate_")

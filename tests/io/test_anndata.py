@@ -463,3 +463,25 @@ def test_cli_write_back_writes_the_layout_tl_writes(tmp_path, digits_small):
     assert set(back.uns["umap"]["params"]) == {"a", "b"}
     assert back.uns["unimap"]["umap"]["method"] == "umap"
     assert back.uns["unimap"]["umap"]["params"]["n_epochs"] == 30
+
+
+def test_raw_counts_in_x_are_warned_about_and_normalised_data_are_not(digits_small):
+    rng = np.random.default_rng(0)
+    depth = rng.integers(500, 5_000, 300)[:, None]  # cells sequenced to different depths
+    counts = rng.poisson(depth * rng.dirichlet(np.ones(40), 300)).astype(np.float32)
+    adata = _adata(counts)
+    with pytest.warns(UserWarning, match=r"adata.X looks like raw counts .*normalize_total"):
+        unimap.PCA(n_components=2).fit(adata)
+    adata.X = sp.csr_matrix(counts)  # stored sparse, as counts usually are
+    with pytest.warns(UserWarning, match="raw counts"):
+        read_representation = unimap.io.anndata_input.representation(adata)
+    assert read_representation[2] == "X"
+    # the same cells normalised and log-transformed, the digits' pixels, and X_pca: no warning
+    for data in (np.log1p(counts / counts.sum(axis=1, keepdims=True) * 1e4),
+                 digits_small[0]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            unimap.PCA(n_components=2).fit(_adata(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unimap.PCA(n_components=2).fit(_adata(counts, n_pcs=5))  # X_pca is used

@@ -30,7 +30,7 @@ import numpy as np
 
 from unimap.runtime.user_warnings import warn_user
 
-__all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts"]
+__all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts", "worker_epoch_bytes"]
 
 
 # Epochs between two copies of the positions and velocities to the client: a lost worker
@@ -42,25 +42,30 @@ NO_WORKER_TIMEOUT = 60.0
 
 
 class _Part(NamedTuple):
-    """One part's rows ``[lo, hi)`` (blocks ``[first_block, stop_block)``) and their edges."""
+    """One part's rows ``[lo, hi)`` (blocks ``[first_block, stop_block)``): their edges, their
+    row pointers into the whole graph's edges, and their user row numbers."""
 
     lo: int
     hi: int
     first_block: int
     stop_block: int
+    indptr: np.ndarray  # P's pointers of rows lo..hi (hi − lo + 1 of them)
     indices: np.ndarray
     data: np.ndarray
     edge0: int
+    t_indptr: np.ndarray  # Pᵀ's, or empty
     t_indices: np.ndarray
     t_data: np.ndarray
     t_edge0: int
+    row_ids: np.ndarray | None  # the rows' numbers in the user's order (the guard's names)
 
 
 class _Shared(NamedTuple):
-    """What every part reads: the row pointers of P and Pᵀ and the optimizer's settings."""
+    """What every part reads: the graph's size and the optimizer's settings (O(1): nothing
+    of n rows is sent to every worker)."""
 
-    indptr: np.ndarray
-    t_indptr: np.ndarray
+    n_edges: int  # P's stored entries: the keys of an edgeless row's negatives start there
+    use_t: bool
     forces: Any  # unimap.optimizers.gdr.common_numba.UnnormalizedForces
     step: Any  # unimap.optimizers.gdr.common_numba.HeavyBall
     rates: np.ndarray  # each epoch's float32 step size
@@ -69,7 +74,6 @@ class _Shared(NamedTuple):
     shape: tuple[int, int]
     method: str | None  # the guard's method and causes (None: unguarded)
     causes: str
-    row_ids: np.ndarray | None
 
 
 def row_parts(n_rows: int, n_parts: int, block: int | None = None) -> list[tuple[int, int]]:
@@ -82,6 +86,29 @@ def row_parts(n_rows: int, n_parts: int, block: int | None = None) -> list[tuple
     n_parts = max(1, min(int(n_parts), n_blocks))
     bounds = [round(p * n_blocks / n_parts) for p in range(n_parts + 1)]
     return [(bounds[p], bounds[p + 1]) for p in range(n_parts)]
+
+
+def worker_epoch_bytes(n: int, dim: int, part_rows: list[int], part_edges: list[int],
+                       running: int = 1) -> int:
+    """Bytes a worker adds while it runs the epochs of its parts (``part_rows[i]`` rows and
+    ``part_edges[i]`` stored entries of P and Pᵀ together, for each of its parts), with
+    ``running`` epoch tasks at a time (its threads).
+
+    Each running task holds the previous positions of all n rows, received, and their
+    concatenation (2·n·dim·4 bytes), and touches 5·dim·4 bytes per row of its part (new
+    positions, forces, velocities, the two copies it returns). Each part keeps its edges (8
+    bytes each: int32 column, float32 value), its row pointers and user row numbers (24 bytes
+    per row) and up to three states of its rows (the client's checkpoint, the last epoch's,
+    the running one's: positions and velocities, 24·dim bytes per row). Checked against a
+    measured peak: benchmarks/results/dask_epoch_memory.md.
+    """
+    if not part_rows:
+        return 0
+    running = max(1, min(running, len(part_rows)))
+    kept = sum(rows * (24 + 24 * dim) + edges * 8
+               for rows, edges in zip(part_rows, part_edges, strict=True))
+    largest = sorted(part_rows, reverse=True)[:running]
+    return running * 2 * n * dim * 4 + kept + sum(largest) * 5 * dim * 4
 
 
 def unnormalized_epochs_dask(init: np.ndarray, edges: tuple, transposed: tuple,
@@ -139,22 +166,24 @@ momentum, n_negatives, repulsion_weight, guard, row_ids, negative_pool
         n_parts = len(client.scheduler_info()["workers"])
     forces = UnnormalizedForces(f32(attraction_scale), float(n_negatives), f32(repulsion_weight),
                                 f32(a), f32(b), f32(UMAP_EPS))
-    shared = _Shared(np.ascontiguousarray(indptr, dtype=np.int64),
-                     np.ascontiguousarray(t_indptr, dtype=np.int64), forces,
+    shared = _Shared(int(indptr[n]), bool(use_t), forces,
                      HeavyBall(f32(FULL_BATCH_CLIP), f32(momentum)),
                      np.asarray(linear_decay(learning_rate, n_epochs), dtype=f32), int(seed),
                      int(negative_pool), (n, dim), getattr(guard, "method", None),
-                     getattr(guard, "causes", ""), row_ids)
+                     getattr(guard, "causes", ""))
     parts, checkpoint = [], []
     for first, stop in row_parts(n, n_parts):
         lo, hi = first * ROW_BLOCK, min(n, stop * ROW_BLOCK)
         e0, e1 = int(indptr[lo]), int(indptr[hi])
         t0, t1 = (int(t_indptr[lo]), int(t_indptr[hi])) if use_t else (0, 0)
-        parts.append(_Part(lo, hi, first, stop,
-                           np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
-                           np.ascontiguousarray(data[e0:e1], dtype=np.float32), e0,
-                           np.ascontiguousarray(t_indices[t0:t1], dtype=np.int32),
-                           np.ascontiguousarray(t_data[t0:t1], dtype=np.float32), t0))
+        parts.append(_Part(
+            lo, hi, first, stop, np.array(indptr[lo:hi + 1], dtype=np.int64),
+            np.ascontiguousarray(indices[e0:e1], dtype=np.int32),
+            np.ascontiguousarray(data[e0:e1], dtype=np.float32), e0,
+            np.array(t_indptr[lo:hi + 1] if use_t else (), dtype=np.int64),
+            np.ascontiguousarray(t_indices[t0:t1], dtype=np.int32),
+            np.ascontiguousarray(t_data[t0:t1], dtype=np.float32), t0,
+            None if row_ids is None else np.array(row_ids[lo:hi])))
         checkpoint.append((Y0[lo:hi].copy(), np.zeros((hi - lo, dim), np.float32)))
     run = _Cluster(client, shared, parts)
     epoch, losses = 0, 0
@@ -234,20 +263,25 @@ class _Cluster:
         token = uuid.uuid4().hex
         states = [_scatter(client, [state], workers=[worker])[0]
                   for state, worker in zip(checkpoint, where, strict=True)]
-        submitted = list(states)
+        positions: list = []
         try:
             positions = self._positions(states, where, first - 1, token)
             for epoch in range(first, stop):
+                # only the newest epoch's futures are held here: the scheduler frees an
+                # epoch's states once the next epoch has read them, so a worker holds about
+                # two epochs of its rows, not the whole segment's (measured:
+                # benchmarks/results/dask_epoch_memory.md)
                 states = [client.submit(_part_epoch, parts[p], shared[p], states[p], positions,
                                         epoch, workers=[where[p]], allow_other_workers=True,
                                         key=f"unimap-gdr-epoch-{epoch}-part-{p}-{token}")
                           for p in range(len(parts))]
                 positions = self._positions(states, where, epoch, token)
-                submitted += states + positions
             _wait_with_workers(client, states)
             return client.gather(states)  # raises the first failed epoch's error
         except BaseException:
-            client.cancel(submitted)  # nothing of an abandoned segment runs on
+            # nothing of an abandoned segment runs on: the earlier epochs' tasks, wanted only
+            # by these, are released with them
+            client.cancel(states + positions)
             raise
 
     def _positions(self, states: list, where: list, epoch: int, token: str) -> list:
@@ -318,23 +352,29 @@ def _part_epoch(part: _Part, shared: _Shared, state: tuple[np.ndarray, np.ndarra
 
     n, dim = shared.shape
     Y = np.concatenate(positions, axis=0) if len(positions) > 1 else positions[0]
-    # The kernel writes rows by their number in the whole embedding: buffers of n rows, of
-    # which only the part's are touched (np.empty maps the rest without writing them).
+    # The kernel indexes rows by their number in the whole embedding: buffers of n rows of
+    # which only the part's are touched (np.empty and np.zeros map the rest without writing
+    # it, so a worker's memory grows with its part, not with n).
     Y_out, F, V = (np.empty((n, dim), np.float32) for _ in range(3))
     V[part.lo:part.hi] = state[1]
+    indptr = np.zeros(n + 1, np.int64)
+    indptr[part.lo:part.hi + 1] = part.indptr
+    indptr[n] = shared.n_edges  # where an edgeless row's negative keys start
+    t_indptr = np.zeros(n + 1 if shared.use_t else 0, np.int64)
+    if shared.use_t:
+        t_indptr[part.lo:part.hi + 1] = part.t_indptr
     # the worker's threads, not numba's default of every core: the workers on one machine
     # would each run that many (the bits do not depend on it)
     with numba_threads(worker_threads()):
         gdr_unnormalized_epoch(
-            Y, Y_out, F, V, CSR(shared.indptr, part.indices, part.data),
-            TransposedCSR(shared.t_indptr, part.t_indices, part.t_data), shared.forces,
+            Y, Y_out, F, V, CSR(indptr, part.indices, part.data),
+            TransposedCSR(t_indptr, part.t_indices, part.t_data), shared.forces,
             shared.step, shared.rates[epoch], np.uint64(shared.seed), np.int64(epoch), False,
             negative_pool=shared.negative_pool, blocks=(part.first_block, part.stop_block),
             edge_offsets=(part.edge0, part.t_edge0))
     rows = Y_out[part.lo:part.hi].copy()
     if shared.method is not None:
-        row_ids = shared.row_ids
-        ids = np.arange(part.lo, part.hi) if row_ids is None else row_ids[part.lo:part.hi]
+        ids = np.arange(part.lo, part.hi) if part.row_ids is None else part.row_ids
         FiniteGuard(shared.method, shared.causes).check(
             epoch, rows, ids, **{"the forces": F[part.lo:part.hi]})
     return rows, V[part.lo:part.hi].copy()

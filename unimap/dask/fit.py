@@ -124,6 +124,52 @@ class ClusterFit:
         Y = rescale_to_box(Y, BOX_SIZE) if scale == "box" else rescale_to_std(Y, INIT_STD)
         return Y, {"method": "pca", "fallback": None}
 
+    def checked_worker_memory(self, estimator: Any, n: int, n_neighbors: int,
+                              n_components: int) -> int:
+        """The epochs' peak on the most loaded worker (bytes, :func:`worker_epoch_bytes` with
+        P's and Pᵀ's rows bounded by ``2·(n_neighbors − 1)`` entries each, the union's
+        largest), refused with an ``InsufficientMemoryError`` before any phase runs where a
+        worker's memory in use plus that peak passes the fraction of its ``memory_limit`` at
+        which dask pauses it. ``estimator.max_memory=None`` turns the refusal off; a worker
+        without a limit is not checked. Returns the estimate."""
+        import dask
+
+        from unimap.dask.epochs import row_parts, worker_epoch_bytes
+        from unimap.runtime.dynamic_numba import ROW_BLOCK
+        from unimap.runtime.memory import InsufficientMemoryError, format_bytes
+
+        workers = self.client.scheduler_info()["workers"]
+        names = sorted(workers)
+        if not names:
+            return 0
+        n_parts = self.n_parts if self.n_parts is not None else len(names)
+        per_row = 2 * 2 * max(n_neighbors - 1, 1)  # P and Pᵀ, each at most the kNN union
+        parts: dict[str, list[int]] = {name: [] for name in names}
+        for p, (first, stop) in enumerate(row_parts(n, n_parts)):
+            parts[names[p % len(names)]].append(min(n, stop * ROW_BLOCK) - first * ROW_BLOCK)
+        needs = {name: worker_epoch_bytes(n, n_components, rows, [r * per_row for r in rows],
+                                          running=int(workers[name].get("nthreads", 1)))
+                 for name, rows in parts.items()}
+        if estimator.max_memory is None:
+            return max(needs.values())
+        fraction = (dask.config.get("distributed.worker.memory.pause", 0.8)
+                    or dask.config.get("distributed.worker.memory.terminate", 0.95) or 1.0)
+        for name in names:
+            limit = workers[name].get("memory_limit") or 0
+            used = int(workers[name].get("metrics", {}).get("memory", 0) or 0)
+            if limit and used + needs[name] > fraction * limit:
+                raise InsufficientMemoryError(
+                    f"{type(estimator).__name__}'s epochs on the cluster would need about "
+                    f"{format_bytes(needs[name])} on worker {name} (every part reads the "
+                    f"positions of all {n} rows: {format_bytes(2 * n * n_components * 4)} "
+                    f"per running task, whatever the number of parts; and its "
+                    f"{len(parts[name])} part(s)' edges and rows), with "
+                    f"{format_bytes(used)} in use there: more than the {fraction:.0%} of its "
+                    f"memory_limit ({format_bytes(limit)}) at which dask pauses it. Give the "
+                    "workers more memory, or more workers (or n_parts) to split the edges; "
+                    "max_memory=None skips this check")
+        return max(needs.values())
+
     def gdr_unnormalized(self, init: np.ndarray, P: Any, **options: Any) -> np.ndarray:
         """:func:`unimap.dask.epochs.gdr_unnormalized_dask` on this cluster (``options``:
         :func:`~unimap.optimizers.gdr.unnormalized.gdr_unnormalized`'s, ``device`` dropped)."""

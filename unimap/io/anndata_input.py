@@ -67,7 +67,17 @@ def representation(adata: Any, use_rep: str | None = None
     if not isinstance(rep, str):
         raise TypeError(f"use_rep must be a string ('X' or a key of obsm), got {rep!r}")
     if rep == "X" and adata.X is not None:
-        return _in_memory(adata.X), np.asarray(adata.var_names, dtype=object), rep
+        X = _in_memory(adata.X)
+        largest = raw_count_maximum(X)
+        if largest is not None:
+            from unimap.runtime.user_warnings import warn_user
+
+            warn_user(f"adata.X looks like raw counts (non-negative integers up to "
+                      f"{largest:,.0f}): distances between raw counts follow each cell's "
+                      "sequencing depth more than its type. Normalise and log-transform "
+                      "first (scanpy: sc.pp.normalize_total, sc.pp.log1p, sc.pp.pca), or "
+                      "embed a representation such as X_pca (use_rep, --use-rep)")
+        return X, np.asarray(adata.var_names, dtype=object), rep
     if rep != "X" and rep in adata.obsm:
         data = adata.obsm[rep]
         if hasattr(data, "columns"):  # a DataFrame in obsm: its values, no feature names
@@ -76,6 +86,36 @@ def representation(adata: Any, use_rep: str | None = None
     available = ", ".join(f"{name!r} ({_shape_text(adata, name)})"
                           for name in available_representations(adata)) or "none"
     raise ValueError(f"the AnnData has no representation {rep!r}; available: {available}")
+
+
+# Stored values (sparse) or rows (dense) read to tell raw counts: enough to meet a
+# non-integer in any normalised matrix, few enough to cost milliseconds at a million cells.
+COUNT_CHECK_VALUES = 1_000_000
+COUNT_CHECK_ROWS = 2_000
+# Integer tables below this are not taken for counts: binary matrices, and pixel intensities
+# such as the digits' 0-16, which are no sequencing depth. A cell's most expressed genes pass
+# it in raw UMI counts (hundreds to thousands).
+COUNT_CHECK_MINIMUM = 100
+
+
+def raw_count_maximum(X: Any) -> float | None:
+    """The largest value of ``X`` if it looks like a matrix of raw counts (every value read
+    a non-negative integer, the largest above ``COUNT_CHECK_MINIMUM``), else None. Reads the
+    first ``COUNT_CHECK_VALUES`` stored values of a sparse matrix, the first
+    ``COUNT_CHECK_ROWS`` rows of a dense one."""
+    if sp.issparse(X):
+        values = np.asarray(X.data[:COUNT_CHECK_VALUES])
+    elif isinstance(X, np.ndarray) and X.ndim == 2:
+        values = X[:COUNT_CHECK_ROWS]
+    else:
+        return None
+    if values.size == 0 or values.dtype.kind not in "iuf":
+        return None
+    if values.dtype.kind == "f" and not (np.isfinite(values).all()
+                                         and (values == np.round(values)).all()):
+        return None
+    largest = float(values.max())
+    return largest if values.min() >= 0 and largest > COUNT_CHECK_MINIMUM else None
 
 
 def _in_memory(data: Any) -> Any:

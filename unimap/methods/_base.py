@@ -135,6 +135,9 @@ class NeighborEmbedding(UnimapEstimator):
         fit._cluster = cluster
         fit._index = None if cluster is not None else self._neighbor_index(streams.neighbors)
         fit.memory_estimate_ = self._check_memory(fit, X)
+        if cluster is not None:
+            fit.worker_memory_estimate_ = cluster.checked_worker_memory(
+                self, n, fit.n_neighbors_, self.n_components)
         self._place_phases(fit, X)
         name = type(self).__name__
         unit = self._STEP_UNIT

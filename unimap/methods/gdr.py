@@ -172,6 +172,10 @@ class GDR(UMAPFamily, NeighborEmbedding):
     memory_estimate_ : int
         The estimated peak memory of the fit in bytes, over what the process held before
         (see :mod:`unimap.methods.memory_plan`).
+    worker_memory_estimate_ : int
+        Only after a fit of a dask array on its cluster: the estimated peak that the epochs
+        add to the most loaded worker, in bytes
+        (:meth:`unimap.dask.fit.ClusterFit.checked_worker_memory`).
 
     Notes
     -----

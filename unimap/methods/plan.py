@@ -41,6 +41,7 @@ class FitPlan:
     unique_inverse_: np.ndarray | None = field(default=None, metadata=OPTIONAL)
     supervised_: bool = False
     memory_estimate_: int = 0
+    worker_memory_estimate_: int | None = field(default=None, metadata=OPTIONAL)  # on a cluster
     devices_: dict[str, str] = field(default_factory=dict)
     device_: str = "cpu"
     _seed: int = 0
