@@ -7,13 +7,13 @@ Usage::
 
 On a ``LocalCluster`` of single-thread worker processes: the ``sheets`` rows of
 ``dask_fit.py`` as a dask array, their kNN graph built on the cluster
-(:func:`unimap.dask.knn_graph`), then every worker's peak resident memory reset
-(``/proc/self/clear_refs``) and ``GDR(precomputed_knn=graph, init="random")`` fitted to the
-dask array, on a fresh cluster for each number of parts: with the graph given and a random start, the workers run only the epochs, so their
-peak (``VmHWM``) is the epochs' peak. It prints, per number of parts, each worker's resident
-memory before the epochs (its baseline: the interpreter, unimap's kernels loaded by a
-small fit first, dask, its blocks of rows), its peak
-during them, the growth, and the estimate.
+(:func:`unimap.dask.knn_graph`); then, on a fresh cluster for each number of parts, a small
+fit (so that the workers have loaded unimap's kernels), every worker's peak resident memory
+reset (``/proc/self/clear_refs``) and ``GDR(precomputed_knn=graph, init="random")`` fitted to
+the dask array. With the graph given and a random start the workers run only the epochs, so
+their peak (``VmHWM``) is the epochs' peak. It prints, per number of parts, each worker's
+resident memory before the epochs (the interpreter, the kernels, dask, its blocks of rows),
+its peak during them, the growth, and the estimate (``worker_memory_estimate_``).
 """
 
 from __future__ import annotations
@@ -70,11 +70,15 @@ def main() -> None:
                                         processes=True, dashboard_address=None,
                                         memory_limit=0)
 
-    with local_cluster() as cluster, distributed.Client(cluster):
+    with local_cluster() as cluster, distributed.Client(cluster) as client:
+        start = client.run(_reset_peak)
         tic = time.perf_counter()
         graph = unimap.dask.knn_graph(_dask_rows("sheets", args.n), n_neighbors=15,
                                       random_state=0).compute()
-        print(f"kNN graph on the cluster: {time.perf_counter() - tic:.1f} s")
+        peaks = client.run(_peak)
+        print(f"kNN graph on the cluster: {time.perf_counter() - tic:.1f} s; per worker: "
+              f"{' / '.join(format_bytes(start[w]) for w in sorted(start))} at the start, "
+              f"peak {' / '.join(format_bytes(peaks[w]) for w in sorted(peaks))}")
     print("| parts | epochs s | baseline per worker | peak per worker | growth | estimate |")
     print("|---|---|---|---|---|---|")
     for n_parts in args.parts:  # a fresh cluster each: a worker's allocator keeps its peak

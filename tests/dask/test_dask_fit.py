@@ -133,7 +133,7 @@ def test_a_worker_too_small_for_the_epochs_is_refused_before_any_phase():
 
     n, k = 1_000_000, 15
     rows = [500_224, 499_776]  # two parts of whole 256-row blocks
-    need = worker_epoch_bytes(n, 2, [rows[0]], [rows[0] * 4 * (k - 1)])
+    need = worker_epoch_bytes(n, 2, [rows[0]], [rows[0] * 2 * (k - 1)])  # P symmetric
     # every part reads all n positions twice over (received and concatenated): 16 MB in 2-D
     assert need > 2 * n * 2 * 4
     big = unimap.dask.ClusterFit(_StubClient(limit=8 * 2**30, used=2**28))

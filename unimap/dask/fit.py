@@ -127,11 +127,11 @@ class ClusterFit:
     def checked_worker_memory(self, estimator: Any, n: int, n_neighbors: int,
                               n_components: int) -> int:
         """The epochs' peak on the most loaded worker (bytes, :func:`worker_epoch_bytes` with
-        P's and Pᵀ's rows bounded by ``2·(n_neighbors − 1)`` entries each, the union's
-        largest), refused with an ``InsufficientMemoryError`` before any phase runs where a
-        worker's memory in use plus that peak passes the fraction of its ``memory_limit`` at
-        which dask pauses it. ``estimator.max_memory=None`` turns the refusal off; a worker
-        without a limit is not checked. Returns the estimate."""
+        P's rows bounded by ``2·(n_neighbors − 1)`` entries, the kNN union's largest, and
+        Pᵀ's as many where it is stored), refused with an ``InsufficientMemoryError`` before
+        any phase runs where a worker's memory in use plus that peak passes the fraction of
+        its ``memory_limit`` at which dask pauses it. ``estimator.max_memory=None`` turns the
+        refusal off; a worker without a limit is not checked. Returns the estimate."""
         import dask
 
         from unimap.dask.epochs import row_parts, worker_epoch_bytes
@@ -143,7 +143,10 @@ class ClusterFit:
         if not names:
             return 0
         n_parts = self.n_parts if self.n_parts is not None else len(names)
-        per_row = 2 * 2 * max(n_neighbors - 1, 1)  # P and Pᵀ, each at most the kNN union
+        # P's rows hold at most the kNN union's 2·(k − 1) entries; Pᵀ is stored beside P only
+        # when P is directed (symmetrization="none") and the attraction symmetric
+        directed = getattr(estimator, "symmetrization", None) == "none"
+        per_row = 2 * max(n_neighbors - 1, 1) * (2 if directed else 1)
         parts: dict[str, list[int]] = {name: [] for name in names}
         for p, (first, stop) in enumerate(row_parts(n, n_parts)):
             parts[names[p % len(names)]].append(min(n, stop * ROW_BLOCK) - first * ROW_BLOCK)
