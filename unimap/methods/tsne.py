@@ -70,9 +70,11 @@ class TSNE(NeighborEmbedding):
     learning_rate : float or "auto", default="auto"
         ``"auto"``: ``max(n / early_exaggeration / 4, 50)`` during early exaggeration
         (Belkina et al. 2019, in the units of the gradient with its factor 4, as
-        scikit-learn) and ``max(n / exaggeration / 4, 50)`` after it, as openTSNE does: a
-        lower KL than the early-exaggeration rate kept throughout, at the same 10-NN accuracy
-        (measured: benchmarks/results/library_notes.md, "unimap/methods/tsne.py").
+        scikit-learn) and ``max(n / exaggeration / 4, 50)`` after it, openTSNE's rate with
+        scikit-learn's floor: a lower KL than the early-exaggeration rate kept throughout,
+        at the same 10-NN accuracy (measured: benchmarks/results/library_notes.md,
+        "unimap/methods/tsne.py"). The momentum and the gains start afresh after early
+        exaggeration, as in scikit-learn (benchmarks/results/tsne_small.md).
     max_iter : int, default=750
         Total iterations, early exaggeration included (scikit-learn's meaning; its default
         is 1000). openTSNE's ``n_iter=N`` counts only the iterations after early

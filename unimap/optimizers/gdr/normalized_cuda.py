@@ -136,7 +136,10 @@ def gradient_descent_cuda(Y: np.ndarray, forces: Any, phases: list, min_gain: fl
     blocks, threads = rows_launch(n)
     seed_hash = np.uint64(mix64(np.uint64(forces.seed)))  # a uint64 comes back as a Python int
     sums = DeviceSums(n, 2)
-    for iteration, phase, rate in iterations(phases):
+    for iteration, phase, rate, restart in iterations(phases):
+        if restart:  # as the CPU's loop: a fresh momentum and gains (one copy each, once)
+            update.copy_to_device(np.zeros_like(Y, dtype=np.float32))
+            gains.copy_to_device(np.ones_like(Y, dtype=np.float32))
         m = n_shared[forces.negatives_at(iteration)]
         epoch_hash = np.uint64(hash_combine(seed_hash, np.int64(iteration)))
         sample_blocks = (m + threads - 1) // threads

@@ -118,6 +118,11 @@ class _DeviceState:
             P.indptr.astype(np.int64), P.indices.astype(np.int32),
             P.data.astype(np.float32)))
 
+    def restart(self) -> None:
+        """A fresh momentum and gains (see ``iterations``): one copy each, once per fit."""
+        self.update.copy_to_device(np.zeros(self.update.shape, dtype=np.float32))
+        self.gains.copy_to_device(np.ones(self.gains.shape, dtype=np.float32))
+
     def forces(self):
         """Fill A, R and the z rows at the current Y; returns ``1/Z`` as a one-element device
         array (no host sync)."""
@@ -161,7 +166,9 @@ def gradient_descent_cuda(Y: np.ndarray, P: sp.csr_matrix, phases: list, min_gai
     step_clip = -1.0 if max_step_norm is None else float(max_step_norm)
     checkpoints = Checkpoints(phases, log, callback, callback_every, stopping)
     done = 0
-    for iteration, phase, rate in iterations(phases):
+    for iteration, phase, rate, restart in iterations(phases):
+        if restart:
+            state.restart()
         inv_z = state.forces()  # infinite when Z is not positive: the guard reports it
         gradient_step_kernel[state.launch](state.Y, state.A, state.R, inv_z,
                                            phase.exaggeration, state.update, state.gains,
