@@ -32,7 +32,7 @@ def test_invalid_values_raise_an_error_that_is_value_and_type_error(make, small)
     (TSNE, "perplexty", "did you mean 'perplexity'"),
     (GDR, "densmap", "densMAP is UMAP.s"),
     (UMAP, "max_iter", "n_epochs"),
-    (UMAP, "force_approximation_algorithm", "knn_method"),
+    (TSNE, "force_approximation_algorithm", "knn_method"),
     (UMAP, "maxiter", "n_epochs"), (UMAP, "alpha", "learning_rate"),
     (UMAP, "gamma", "repulsion_strength"), (UMAP, "init_pos", "init"),
     (TSNE, "initialization", "init"), (TSNE, "negative_gradient_method", "method"),
@@ -122,3 +122,25 @@ def test_only_the_first_parameter_is_positional(cls):
                        rf"other parameter by name, got 2 positional arguments: "
                        rf"{cls.__name__}\(5, {second}='x'\)\?"):
         cls(5, "x")
+
+
+def test_umap_learns_search_seed_and_progress_options_are_accepted(small):
+    kw = dict(n_epochs=10, random_state=0)
+    plain = UMAP(**kw).fit(small)
+    forced = UMAP(force_approximation_algorithm=True, **kw).fit(small)
+    assert plain.knn_method_ == "exact" and forced.knn_method_ not in ("exact", "")
+    assert UMAP(force_approximation_algorithm=True, knn_method="exact",
+                **kw).fit(small).knn_method_ == "exact"  # only "auto" is overridden
+    # the options of pynndescent's index and of tqdm change nothing here
+    quiet = UMAP(low_memory=False, angular_rp_forest=True, transform_queue_size=8.0,
+                 tqdm_kwds={"disable": True}, verbose=True, **kw).fit(small)
+    np.testing.assert_array_equal(quiet.embedding_, plain.embedding_)
+    # transform_seed seeds the placement: the same seed the same bits, None the fit's stream
+    new = small[:20] + 0.05
+    seeded = [UMAP(transform_seed=seed, **kw).fit(small).transform(new) for seed in (7, 7, 8)]
+    np.testing.assert_array_equal(seeded[0], seeded[1])
+    assert not np.array_equal(seeded[0], seeded[2])
+    np.testing.assert_array_equal(UMAP(transform_seed=None, **kw).fit(small).transform(new),
+                                  plain.transform(new))
+    with pytest.raises(InvalidParameterError, match="transform_seed"):
+        UMAP(transform_seed=-1).fit(small)

@@ -97,7 +97,7 @@ class NeighborEmbedding(UnimapEstimator):
         hyperparameters unchanged. ``cluster`` (:class:`unimap.dask.fit.ClusterFit`): the
         dask array ``X`` is fitted on that cluster (the default one for a method that fits on
         a cluster, ``_FITS_ON_CLUSTER``; the others refuse a dask collection)."""
-        clock = PhaseTimer(self._log, show_bars=bool(self.verbose))
+        clock = PhaseTimer(self._log, show_bars=self._shows_bars())
         self._validate_params()
         names = SimpleNamespace()
         X = self._fit_input(X, names)
@@ -173,7 +173,8 @@ class NeighborEmbedding(UnimapEstimator):
         if sp.issparse(X) and self.metric != "precomputed":
             from unimap.neighbors.sparse_rows import keeps_sparse
 
-            keeps_sparse(X, self.metric, self.knn_method)  # refuses what no search serves
+            # refuses what no search serves
+            keeps_sparse(X, self.metric, self._search_method())
         return X
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
@@ -358,7 +359,7 @@ class NeighborEmbedding(UnimapEstimator):
         n, d = X.shape
         sparse = sp.issparse(X) and self.metric != "precomputed"
         knn = ("precomputed" if fit._index is None
-               else "sparse" if sparse and keeps_sparse(X, self.metric, self.knn_method)
+               else "sparse" if sparse and keeps_sparse(X, self.metric, self._search_method())
                else fit._index.planned_method(n))
         spectral = isinstance(fit.init_, str) and fit.init_ == "spectral"
         return pipeline_estimate(n, d, fit.n_neighbors_, self.n_components, knn, self.metric,
@@ -384,8 +385,17 @@ class NeighborEmbedding(UnimapEstimator):
             return None
         from unimap.neighbors.graph import NeighborIndex
 
-        return NeighborIndex(self.metric, self.knn_method, self.n_jobs, seed,
+        return NeighborIndex(self.metric, self._search_method(), self.n_jobs, seed,
                              metric_kwds=self._metric_kwds)
+
+    def _search_method(self) -> str:
+        """The neighbour search the fit asks for (``knn_method``; UMAP's
+        ``force_approximation_algorithm`` may choose the approximate one)."""
+        return self.knn_method
+
+    def _shows_bars(self) -> bool:
+        """Whether the phases draw progress bars (``verbose``)."""
+        return bool(self.verbose)
 
     def _neighbors(self, fit: FitPlan, X: Any):
         """The kNN graph (column 0 the point itself) with ``fit.n_neighbors_`` columns, of

@@ -22,14 +22,17 @@ _KNN = "unimap chooses its neighbour search with knn_method ('exact', 'hnsw', 'n
 
 FOREIGN_NAMES: dict[str, str] = {
     # umap-learn
-    "low_memory": f"{_KNN}; memory is bounded by max_memory",
-    "angular_rp_forest": _KNN,
-    "force_approximation_algorithm": f"{_KNN}; knn_method='hnsw' forces the approximate search",
-    "transform_queue_size": f"{_KNN}; transform searches as the fit did",
-    "transform_seed": "random_state also seeds transform (one seed per fit, "
+    "low_memory": f"UMAP takes it (without effect, for umap-learn's code); {_KNN}; memory "
+                  "is bounded by max_memory",
+    "angular_rp_forest": f"UMAP takes it (without effect, for umap-learn's code); {_KNN}",
+    "force_approximation_algorithm": f"UMAP's; {_KNN}; knn_method='hnsw' forces the "
+                                     "approximate search",
+    "transform_queue_size": f"UMAP takes it (without effect); {_KNN}; transform searches as "
+                            "the fit did",
+    "transform_seed": "UMAP's; random_state also seeds transform (one seed per fit, "
                       "each new point placed the same alone or in a batch)",
     "transform_mode": "transform always places the points (umap-learn's 'embedding' mode)",
-    "tqdm_kwds": "verbose=True shows the progress bars",
+    "tqdm_kwds": "UMAP's; verbose=True shows the progress bars",
     "output_metric": "UMAP's (UMAP(output_metric='haversine' or 'hyperboloid')); this "
                      "method's embedding is euclidean",
     "output_metric_kwds": "UMAP's; this method's embedding is euclidean",

@@ -121,6 +121,23 @@ default="spectral"
         ``rad_emb_``); ``fit_transform`` then returns ``(embedding, rad_orig, rad_emb)`` as
         umap-learn's does.
     {shared: random_state, n_jobs, knn_method, precomputed_knn, max_memory, verbose, device}
+    force_approximation_algorithm : bool, default=False
+        umap-learn's: with ``knn_method="auto"``, search approximately even below the size
+        where the exact search is used (the approximate search ``"auto"`` takes on large
+        data); ``knn_method_`` records it. With another ``knn_method``, no effect.
+    transform_seed : int or None, default=None
+        umap-learn's: seeds the placement of new points (``transform``) instead of the stream
+        that ``random_state`` gives it. umap-learn's default is 42; None keeps the fit's.
+    tqdm_kwds : dict, optional
+        umap-learn's options of its progress bars: ``{"disable": True}`` hides unimap's bars
+        under ``verbose=True`` (the log lines stay); other keys have no effect.
+    low_memory, angular_rp_forest : bool, default=True, False
+        umap-learn's options of pynndescent's index, accepted for its code without effect:
+        unimap's searches keep no such index (``knn_method`` chooses the search, ``max_memory``
+        bounds the memory).
+    transform_queue_size : float, default=4.0
+        umap-learn's breadth of pynndescent's search of new points, accepted without effect:
+        ``transform`` searches the training points as the fit's search did.
 
     Attributes
     ----------
@@ -202,6 +219,12 @@ default="spectral"
         "output_dens": Boolean(),
         "output_metric": Options("euclidean", "l2", "haversine", "hyperboloid"),
         "output_metric_kwds": Optional(Dict()),
+        "force_approximation_algorithm": Boolean(),
+        "transform_seed": Optional(Integer(0)),
+        "tqdm_kwds": Optional(Dict()),
+        "low_memory": Boolean(),
+        "angular_rp_forest": Boolean(),
+        "transform_queue_size": Real(0.0, low_inclusive=False),
     }
 
     def __init__(
@@ -241,6 +264,12 @@ default="spectral"
         output_dens: bool = False,
         output_metric: str = "euclidean",
         output_metric_kwds: dict | None = None,
+        force_approximation_algorithm: bool = False,
+        transform_seed: int | None = None,
+        tqdm_kwds: dict | None = None,
+        low_memory: bool = True,
+        angular_rp_forest: bool = False,
+        transform_queue_size: float = 4.0,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -276,10 +305,31 @@ default="spectral"
         self.output_dens = output_dens
         self.output_metric = output_metric
         self.output_metric_kwds = output_metric_kwds
+        self.force_approximation_algorithm = force_approximation_algorithm
+        self.transform_seed = transform_seed
+        self.tqdm_kwds = tqdm_kwds
+        self.low_memory = low_memory
+        self.angular_rp_forest = angular_rp_forest
+        self.transform_queue_size = transform_queue_size
 
     def _check_param_relations(self) -> None:
         check_kernel_params(self)
         check_output_metric(self)
+
+    def _search_method(self) -> str:
+        """``knn_method``, or with ``force_approximation_algorithm`` and ``"auto"`` the
+        approximate search that ``"auto"`` takes on data too large for the exact one."""
+        if not (self.force_approximation_algorithm and self.knn_method == "auto"):
+            return self.knn_method
+        from unimap.neighbors.graph import EXACT_MAX_SAMPLES, NeighborIndex
+
+        planned = NeighborIndex(self.metric, "auto", self.n_jobs, 0,
+                                metric_kwds=self._metric_kwds).planned_method(
+                                    EXACT_MAX_SAMPLES + 1)
+        return self.knn_method if planned == "exact" else planned
+
+    def _shows_bars(self) -> bool:
+        return bool(self.verbose) and not (self.tqdm_kwds or {}).get("disable", False)
 
     def _resolve(self, n: int) -> UMAPPlan:
         from unimap.lowdim.ab_fit import find_ab_params
@@ -382,6 +432,13 @@ default="spectral"
         return (supports(self.n_components) and not self.densmap
                 and self.output_metric in ("euclidean", "l2"))
 
+    def _transform_seed(self) -> int:
+        if self.transform_seed is None:
+            return self._streams.transform
+        from unimap.runtime.random_streams import seed_from_random_state
+
+        return seed_from_random_state(self.transform_seed)
+
     def _place(self, X):
         """UMAP's placement (:func:`unimap.placement.fuzzy_placement`): fuzzy membership to
         the ``n_neighbors_`` nearest training points, start at their membership-weighted
@@ -392,6 +449,6 @@ default="spectral"
         n_epochs = transform_epochs(reference.shape[0], self.n_epochs)
         return fuzzy_placement(
             self._index, X, reference, self.n_neighbors_, self.local_connectivity,
-            self.a_, self.b_, self._streams.transform, n_epochs, self.learning_rate / 4.0,
+            self.a_, self.b_, self._transform_seed(), n_epochs, self.learning_rate / 4.0,
             self.repulsion_strength, self.negative_sample_rate, self._cut_distance(),
             output_metric=self.output_metric, device=self._placement_device())
