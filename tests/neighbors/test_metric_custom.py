@@ -20,6 +20,14 @@ def taxicab(a, b):
     return total
 
 
+@numba.njit
+def taxicab_with_gradient(a, b):  # umap-learn's convention: (distance, gradient)
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += abs(a[i] - b[i])
+    return total, np.sign(a - b)
+
+
 def power_distance(a, b, p):  # plain Python: unimap compiles it
     return (np.abs(a - b) ** p).sum() ** (1.0 / p)
 
@@ -39,6 +47,23 @@ def test_a_compiled_metric_gives_the_named_metrics_embedding_bit_for_bit(digits)
     other_threads = UMAP(metric=taxicab, n_epochs=60, random_state=0, n_jobs=2).fit(X)
     np.testing.assert_array_equal(other_threads.embedding_, mine.embedding_)
     np.testing.assert_array_equal(mine.transform(X[:20]), named.transform(X[:20]))
+
+
+def test_a_metric_returning_its_gradient_is_searched_by_its_distance(digits):
+    X, _ = digits
+    with_gradient = UMAP(metric=taxicab_with_gradient, n_epochs=30, random_state=0).fit(X)
+    plain = UMAP(metric=taxicab, n_epochs=30, random_state=0).fit(X)
+    np.testing.assert_array_equal(with_gradient.embedding_, plain.embedding_)
+    np.testing.assert_array_equal(with_gradient.transform(X[:20]), plain.transform(X[:20]))
+    assert with_gradient.metric is taxicab_with_gradient  # the hyperparameter is kept
+
+
+@pytest.mark.slow  # compile-bound: CI runs it in its slow step
+def test_pynndescent_takes_a_metric_returning_its_gradient(digits):
+    X, _ = digits
+    graph = NeighborIndex(taxicab_with_gradient, "nndescent", random_state=0).build(X)
+    plain = NeighborIndex(taxicab, "nndescent", random_state=0).build(X)
+    np.testing.assert_array_equal(graph.knn_graph(10).indices, plain.knn_graph(10).indices)
 
 
 def test_a_plain_function_takes_its_parameters_from_metric_kwds(digits):

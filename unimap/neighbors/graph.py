@@ -68,6 +68,7 @@ from unimap.neighbors.metrics import (
     check_metric_kwds,
     check_user_distances,
     compiled_metric,
+    distance_only,
     is_general,
     metric_name,
     pairwise_bytes,
@@ -171,6 +172,8 @@ class NeighborIndex:
         check_choice(self.device, "device", ("cpu", "cuda"))
         self.n_threads_ = resolve_n_jobs(self.n_jobs)
         self.n_samples_ = X.shape[0]
+        if callable(self.metric):  # umap-learn's (distance, gradient) metrics: the distance
+            self.metric = distance_only(self.metric, X, self.metric_kwds)
         backend = self._new_backend(self._backend_class(X))
         if callable(self.metric) and backend.own_metric:  # pynndescent runs it unchecked
             probe_user_metric(self.metric, X, self.metric_kwds)

@@ -32,7 +32,8 @@ import numpy as np
 
 __all__ = ["NATIVE_METRICS", "GENERAL_METRICS", "METRIC_ALIASES", "GENERAL_EXACT_MAX_SAMPLES",
            "canonical_metric", "check_metric_kwds", "pairwise", "is_general",
-           "compiled_metric", "metric_name", "check_user_distances", "user_metric_failure",
+           "compiled_metric", "distance_only", "metric_name", "check_user_distances",
+           "user_metric_failure",
            "probe_user_metric", "PAIRWISE_BLOCK_BYTES", "pairwise_bytes"]
 
 NATIVE_METRICS = ("euclidean", "cosine", "correlation", "manhattan")
@@ -74,6 +75,38 @@ def compiled_metric(metric: Any) -> Any:
     from numba.extending import is_jitted
 
     return metric if is_jitted(metric) else numba.njit(metric)
+
+
+def distance_only(metric: Any, rows: Any, kwds: Mapping[str, Any] | None) -> Any:
+    """A compiled user metric that returns a float: itself, or, for one that returns
+    ``(distance, gradient)`` (umap-learn's convention for metrics with a gradient), a numba
+    function of its distance alone. Told apart by one call on the first two of ``rows``
+    (dense; a sparse matrix is densified for the call), which compiles the metric for them as
+    the search would."""
+    import numba
+    import scipy.sparse as sp
+
+    sample = rows[:2]
+    if sp.issparse(sample):
+        sample = sample.toarray()
+    sample = np.asarray(sample)
+    if sample.shape[0] == 0:
+        return metric
+    args = tuple(dict(kwds or {}).values())
+    try:
+        value = metric(sample[0], sample[-1], *args)
+    except Exception:  # noqa: BLE001  the search's own call reports it, with its context
+        return metric
+    if not isinstance(value, tuple):
+        return metric
+
+    @numba.njit
+    def distance(x, y, *args):  # the first of (distance, gradient)
+        return metric(x, y, *args)[0]
+
+    distance.__qualname__ = getattr(getattr(metric, "py_func", metric), "__qualname__",
+                                    "metric")
+    return distance
 
 
 def check_metric_kwds(metric: str, kwds: Mapping[str, Any] | None,
