@@ -187,6 +187,7 @@ def test_supervised_fit_is_the_same_for_any_n_jobs(digits):
     (np.arange(5), {}, "one label per sample"),
     (np.full(60, -1), {}, "no labelled sample"),
     (np.arange(60), {"target_n_neighbors": 1}, "target_n_neighbors"),
+    (np.arange(60), {"target_n_neighbors": -5}, r"target_n_neighbors must be -1 or"),
     (np.r_[np.nan, np.ones(59)], {"target_metric": "l2"}, "NaN"),
     (np.arange(7), {"target_metric": "l1"}, "one target per sample"),
 ])

@@ -26,6 +26,7 @@ from unimap.runtime.params import (
     ArrayLike,
     Boolean,
     Integer,
+    IntegerOrSentinel,
     IsCallable,
     Jobs,
     MemorySize,
@@ -108,9 +109,10 @@ target_metric : {"categorical", "euclidean", "l2", "manhattan", "l1"}, default="
 target_weight : float in [0, 1], default=0.5
     How much the labels count against the data: 0 keeps the data's graph nearly as it
     is, 1 separates the classes as far as they go."""),
-    "target_n_neighbors": SharedParameter(Integer(-1), """\
+    "target_n_neighbors": SharedParameter(IntegerOrSentinel(2), """\
 target_n_neighbors : int, default=-1
-    Neighbours of a numeric target's graph (-1: ``n_neighbors``)."""),
+    Neighbours of a numeric target's graph, at least 2 (-1: ``n_neighbors``), as in
+    umap-learn."""),
     "disconnection_distance": SharedParameter(Optional(Real(0.0, low_inclusive=False)), """\
 disconnection_distance : float, optional
     Edges of the neighbour graph at least this far apart are removed (umap-learn's

@@ -22,9 +22,9 @@ from typing import Any
 
 from unimap.runtime.validation import check_bool, check_choice, check_float, check_int
 
-__all__ = ["InvalidParameterError", "Integer", "Real", "Options", "Boolean", "ArrayLike",
-           "IsCallable", "Dict", "Seed", "Jobs", "AnyOf", "Optional", "MemorySize",
-           "validate_params", "invalid_parameter"]
+__all__ = ["InvalidParameterError", "Integer", "IntegerOrSentinel", "Real", "Options",
+           "Boolean", "ArrayLike", "IsCallable", "Dict", "Seed", "Jobs", "AnyOf", "Optional",
+           "MemorySize", "validate_params", "invalid_parameter"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -79,6 +79,25 @@ class Integer(Constraint):
 
     def describe(self):
         return f"an integer in [{self.low}, {'inf' if self.high is None else self.high}]"
+
+
+@dataclass(frozen=True)
+class IntegerOrSentinel(Integer):
+    """An integer in [low, high], or the one ``sentinel`` value that means "the default"
+    (umap-learn's ``target_n_neighbors=-1``)."""
+
+    sentinel: int = -1
+
+    def check(self, value, name):
+        if value == self.sentinel:
+            return
+        try:
+            check_int(value, name, self.low, self.high)
+        except ValueError:
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}") from None
+
+    def describe(self):
+        return f"{self.sentinel} or {super().describe()}"
 
 
 @dataclass(frozen=True)
