@@ -144,3 +144,44 @@ def test_umap_learns_search_seed_and_progress_options_are_accepted(small):
                                   plain.transform(new))
     with pytest.raises(InvalidParameterError, match="transform_seed"):
         UMAP(transform_seed=-1).fit(small)
+
+
+def test_transform_mode_graph_returns_the_memberships_to_the_training_points():
+    import scipy.sparse as sp
+    from sklearn.neighbors import NearestNeighbors
+
+    from unimap.datasets import load_digits
+
+    X, _ = load_digits()
+    X = X.astype(np.float32)
+    train, new = X[:1000], X[1000:1100]
+    model = UMAP(transform_mode="graph", n_epochs=20, random_state=0).fit(train)
+    graph = model.transform(new)
+    assert sp.issparse(graph) and graph.format == "csr" and graph.shape == (100, 1000)
+    assert np.all(np.diff(graph.indptr) == model.n_neighbors_)
+    assert graph.data.min() > 0 and graph.data.max() <= 1
+    nearest = NearestNeighbors(n_neighbors=model.n_neighbors_).fit(train)
+    _, expected = nearest.kneighbors(new)
+    agree = np.mean([np.intersect1d(graph[i].indices, expected[i]).size / expected.shape[1]
+                     for i in range(100)])
+    assert agree > 0.99  # an exact search: only ties between equal distances may differ
+    # the embedding mode of the same model is unchanged
+    model.set_params(transform_mode="embedding")
+    np.testing.assert_array_equal(
+        model.transform(new),
+        UMAP(n_epochs=20, random_state=0).fit(train).transform(new))
+    with pytest.raises(InvalidParameterError, match="transform_mode"):
+        UMAP(transform_mode="edges").fit(train)
+
+
+def test_transform_mode_graph_is_umap_learns():
+    umap = pytest.importorskip("umap")
+    from unimap.datasets import load_digits
+
+    X, _ = load_digits()
+    X = X.astype(np.float32)
+    ours = UMAP(transform_mode="graph", n_epochs=20, random_state=0).fit(X[:1000])
+    theirs = umap.UMAP(transform_mode="graph", n_epochs=20, random_state=0).fit(X[:1000])
+    a, b = ours.transform(X[1000:1100]), theirs.transform(X[1000:1100])
+    assert ((a != 0).toarray() == (b != 0).toarray()).mean() > 0.999  # measured 0.99996
+    np.testing.assert_allclose(np.asarray(a.sum(axis=1)), np.asarray(b.sum(axis=1)), rtol=0.01)

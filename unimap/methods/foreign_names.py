@@ -31,7 +31,8 @@ FOREIGN_NAMES: dict[str, str] = {
                             "the fit did",
     "transform_seed": "UMAP's; random_state also seeds transform (one seed per fit, "
                       "each new point placed the same alone or in a batch)",
-    "transform_mode": "transform always places the points (umap-learn's 'embedding' mode)",
+    "transform_mode": "UMAP's (UMAP(transform_mode='graph') returns the membership graph); "
+                      "this method's transform places the points",
     "tqdm_kwds": "UMAP's; verbose=True shows the progress bars",
     "output_metric": "UMAP's (UMAP(output_metric='haversine' or 'hyperboloid')); this "
                      "method's embedding is euclidean",

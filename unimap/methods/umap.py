@@ -121,6 +121,13 @@ default="spectral"
         ``rad_emb_``); ``fit_transform`` then returns ``(embedding, rad_orig, rad_emb)`` as
         umap-learn's does.
     {shared: random_state, n_jobs, knn_method, precomputed_knn, max_memory, verbose, device}
+    transform_mode : {"embedding", "graph"}, default="embedding"
+        What ``transform`` returns (umap-learn's parameter): the new points placed in the
+        embedding, or their fuzzy membership graph to the training points, a
+        ``scipy.sparse.csr_matrix`` of shape (n_new, n_train) (their memberships to their
+        ``n_neighbors_`` nearest training points, calibrated as ``transform`` calibrates them
+        before placing; with ``unique=True`` the columns are the distinct training rows, as
+        in ``graph_``), to place points by hand or to propagate labels.
     force_approximation_algorithm : bool, default=False
         umap-learn's: with ``knn_method="auto"``, search approximately even below the size
         where the exact search is used (the approximate search ``"auto"`` takes on large
@@ -219,6 +226,7 @@ default="spectral"
         "output_dens": Boolean(),
         "output_metric": Options("euclidean", "l2", "haversine", "hyperboloid"),
         "output_metric_kwds": Optional(Dict()),
+        "transform_mode": Options("embedding", "graph"),
         "force_approximation_algorithm": Boolean(),
         "transform_seed": Optional(Integer(0)),
         "tqdm_kwds": Optional(Dict()),
@@ -264,6 +272,7 @@ default="spectral"
         output_dens: bool = False,
         output_metric: str = "euclidean",
         output_metric_kwds: dict | None = None,
+        transform_mode: str = "embedding",
         force_approximation_algorithm: bool = False,
         transform_seed: int | None = None,
         tqdm_kwds: dict | None = None,
@@ -305,6 +314,7 @@ default="spectral"
         self.output_dens = output_dens
         self.output_metric = output_metric
         self.output_metric_kwds = output_metric_kwds
+        self.transform_mode = transform_mode
         self.force_approximation_algorithm = force_approximation_algorithm
         self.transform_seed = transform_seed
         self.tqdm_kwds = tqdm_kwds
@@ -431,6 +441,57 @@ default="spectral"
 
         return (supports(self.n_components) and not self.densmap
                 and self.output_metric in ("euclidean", "l2"))
+
+    def transform(self, X: Any) -> Any:
+        """Place new points into the fitted embedding, which stays fixed, or, with
+        ``transform_mode="graph"``, return their membership graph to the training points.
+
+        Each new point is optimized on its own against the training embedding, so it lands
+        in the same place whether it comes alone or in a batch.
+
+        Parameters
+        ----------
+        X : array of shape (m, n_features), or (m, n_train) distances if precomputed
+            A ``dask.array.Array`` is placed block by block on the workers
+            (:mod:`unimap.dask.transform`, ``docs/dask.md``; embedding mode only).
+
+        Returns
+        -------
+        embedding : ndarray of shape (m, n_components), float32
+            A lazy ``dask.array.Array`` chunked by rows like ``X`` when ``X`` is one.
+        graph : scipy.sparse.csr_matrix of shape (m, n_train), float32
+            With ``transform_mode="graph"``: row i holds new point i's memberships to its
+            nearest training points (column j: training row j).
+        """
+        if self.transform_mode != "graph":
+            return self._transform(X)
+        from unimap.dask.transform import is_dask_collection
+
+        if is_dask_collection(X):
+            raise ValueError("transform_mode='graph' returns a sparse matrix in memory; "
+                             "place a dask array with transform_mode='embedding'")
+        return self._membership_graph(self._check_new_points(X))
+
+    def _membership_graph(self, X: Any) -> Any:
+        """New points' fuzzy memberships to the training points, (m, n_train) CSR: the
+        weights :func:`unimap.placement.fuzzy_placement` starts them from."""
+        import scipy.sparse as sp
+
+        from unimap.affinity.disconnect import cut_new_rows
+        from unimap.affinity.fuzzy import FuzzyAffinity
+        from unimap.runtime.threads import numba_threads, resolve_n_jobs
+
+        with numba_threads(resolve_n_jobs(self.n_jobs)):
+            idx, dist = self._index.query(X, self.n_neighbors_)
+            weights = FuzzyAffinity(self.local_connectivity).to_new(idx, dist)
+        weights = cut_new_rows(weights, dist, self._cut_distance())
+        m, k = idx.shape
+        graph = sp.csr_matrix(
+            (np.asarray(weights, np.float32).ravel(), idx.ravel(), np.arange(0, m * k + 1, k)),
+            shape=(m, self._reference_embedding.shape[0]))
+        graph.sum_duplicates()
+        graph.eliminate_zeros()
+        return graph
 
     def _transform_seed(self) -> int:
         if self.transform_seed is None:
