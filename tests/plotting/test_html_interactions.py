@@ -54,7 +54,7 @@ def _legend_item(label):
 def test_points_are_round_discs(browser, tmp_path):
     angles = np.linspace(0, 2 * np.pi, 12, endpoint=False)
     path = save_html(tmp_path / "few.html", np.c_[np.cos(angles), np.sin(angles)],
-                     labels=np.zeros(12, dtype=int))
+                     labels=np.zeros(12, dtype=int), names_on_map=False)  # the discs alone
     browser.open(path)
     rgb = screen(browser)
     for x, y in projected(browser)[:4]:

@@ -247,3 +247,65 @@ def test_a_million_points_load_and_stay_responsive(browser, tmp_path):
     seconds = browser.open(path)
     assert seconds < 10 and browser.errors() == []
     assert browser.evaluate("window.unimapMap.renderMs") < 1000
+
+
+def _dark_pixels_near(browser, point, half=30) -> int:
+    """Pixels darker than any category colour (the names' ink) within ``half`` CSS pixels."""
+    rgb = _screen(browser)
+    top = int(browser.evaluate("document.getElementById('unimap-canvas')"
+                               ".getBoundingClientRect().top")) + 1
+    x, y = int(point["x"]), int(point["y"]) - top
+    box = rgb[max(0, y - half):y + half, max(0, x - half):x + half]
+    return int((box.max(axis=2) < 60).sum())
+
+
+def test_category_names_are_written_on_the_map_apart_and_can_be_turned_off(browser, tmp_path):
+    rng = np.random.default_rng(0)
+    centers = np.array([[-30.0, -30.0], [30.0, -30.0], [-30.0, 30.0], [30.0, 30.0],
+                        [30.4, 30.0]])  # the last two groups overlap: one name fits there
+    labels = rng.integers(0, 5, 3_000)
+    emb = (centers[labels] + 0.5 * rng.standard_normal((3_000, 2))).astype(np.float32)
+    names = np.array(["alpha", "beta", "gamma", "delta", "epsilon"])[labels]
+    path = save_html(tmp_path / "names.html", emb, labels=names)
+    browser.open(path)
+    _settle(browser)
+    assert browser.errors() == []
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") == 4  # delta/epsilon collide
+    alpha = browser.evaluate("window.unimapMap.labelAnchor('alpha')")
+    assert _dark_pixels_near(browser, alpha) > 20  # the name is written there
+    # zooming in on the two overlapping groups spreads their anchors: both names fit
+    delta = browser.evaluate("window.unimapMap.labelAnchor('delta')")
+    for _ in range(6):
+        browser.send("Input.dispatchMouseEvent", {"type": "mouseWheel", "x": delta["x"],
+                                                  "y": delta["y"], "deltaX": 0, "deltaY": -400})
+        _settle(browser)
+    d, e = (browser.evaluate(f"window.unimapMap.labelAnchor('{n}')") for n in ("delta", "epsilon"))
+    assert abs(d["x"] - e["x"]) > 60  # far enough apart on screen now
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") >= 2
+    # the checkbox turns them off
+    browser.evaluate("(() => { const c = document.getElementById('unimap-names');"
+                     "c.checked = false; c.dispatchEvent(new Event('change')); })()")
+    _settle(browser)
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") == 0
+    browser.evaluate("document.getElementById('unimap-reset').click()")
+    _settle(browser)
+    assert _dark_pixels_near(browser, browser.evaluate(
+        "window.unimapMap.labelAnchor('alpha')")) == 0
+    assert browser.errors() == []
+
+
+def test_names_on_map_can_be_off_from_the_start_and_numbers_have_none(tmp_path, browser):
+    emb, labels = _clusters(2_000, 3)
+    path = save_html(tmp_path / "off.html", emb, labels=labels, columns={"x": emb[:, 0]},
+                     names_on_map=False)
+    assert _data_block(path.read_text())["namesOnMap"] is False
+    browser.open(path)
+    _settle(browser)
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") == 0
+    browser.evaluate("window.unimapMap.setNamesOnMap(true)")
+    _settle(browser)
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") == 3
+    browser.evaluate("window.unimapMap.setColor('x')")  # a continuous column: no names
+    _settle(browser)
+    assert browser.evaluate("window.unimapMap.labelsDrawn()") == 0
+    assert browser.errors() == []

@@ -94,6 +94,8 @@ button[aria-pressed="true"] { background: #1e64c8; border-color: #1e64c8; color:
 <div id="unimap-bar">
 <span id="unimap-title">{{TITLE}}</span>
 <label>colour by <select id="unimap-color"></select></label>
+<label title="write the categories' names on the map"><input id="unimap-names"
+  type="checkbox" checked> names</label>
 <input id="unimap-search" type="search" placeholder="search id or label"
   aria-label="search by id or label">
 <span id="unimap-matches" aria-live="polite"></span>

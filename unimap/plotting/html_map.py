@@ -52,7 +52,7 @@ _MAX_HOVER_DEFAULT = 12
 def _page_data(views: list[tuple[str, np.ndarray]], labels: Any, columns: Any, ids: Any,
                color_by: str | None, hover: Sequence[str] | None, id_name: str, palette: Any,
                percentiles: Any, X: Any, n_neighbors: int, metric: str,
-               debug: bool) -> dict[str, Any]:
+               debug: bool, names_on_map: bool = True) -> dict[str, Any]:
     n = views[0][1].shape[0]
     cols = columns_dict(columns, n)
     if labels is not None:
@@ -90,6 +90,7 @@ def _page_data(views: list[tuple[str, np.ndarray]], labels: Any, columns: Any, i
             "views": [first] + [encode_view(name, xy) for name, xy in views[1:]],
             "columns": encoded, "hover": list(hover), "colorBy": color_by,
             "ids": encode_ids(ids, n), "idName": str(id_name), "debug": bool(debug),
+            "namesOnMap": bool(names_on_map),
             **page_constants()}
 
 
@@ -109,6 +110,7 @@ def html_map(
     n_neighbors: int = 15,
     metric: str = "euclidean",
     debug: bool = False,
+    names_on_map: bool = True,
 ) -> str:
     """The HTML text of the interactive map (see :func:`save_html` for the parameters).
 
@@ -121,7 +123,7 @@ def html_map(
     """
     xy = check_xy(embedding)
     data = _page_data([("", xy)], labels, columns, ids, color_by, hover, id_name, palette,
-                      percentiles, X, n_neighbors, metric, debug)
+                      percentiles, X, n_neighbors, metric, debug, names_on_map)
     return render_page(title, data)
 
 
@@ -142,6 +144,7 @@ def save_html(
     n_neighbors: int = 15,
     metric: str = "euclidean",
     debug: bool = False,
+    names_on_map: bool = True,
 ) -> Path:
     """Write a self-contained interactive map of ``embedding`` to ``path``, atomically.
 
@@ -183,6 +186,11 @@ def save_html(
         The distance in ``X`` for the trust layer.
     debug : bool, default=False
         Show the frame time in the page's footer.
+    names_on_map : bool, default=True
+        Write the names of the coloured column's categories on the map (a checkbox in the
+        page turns them off and on): each at the member of its category nearest the median
+        of its points, dark on a white halo, the largest categories first; a name that would
+        overlap one already written is left out until a zoom makes room for it.
 
     Returns
     -------
@@ -201,7 +209,7 @@ def save_html(
     text = html_map(embedding, labels=labels, columns=columns, ids=ids, color_by=color_by,
                     hover=hover, title=title, id_name=id_name, palette=palette,
                     percentiles=percentiles, X=X, n_neighbors=n_neighbors, metric=metric,
-                    debug=debug)
+                    debug=debug, names_on_map=names_on_map)
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return path
@@ -224,6 +232,7 @@ def linked_html_map(
     n_neighbors: int = 15,
     metric: str = "euclidean",
     debug: bool = False,
+    names_on_map: bool = True,
 ) -> str:
     """The HTML text of two linked maps side by side (see :func:`save_linked_html`).
 
@@ -249,7 +258,7 @@ def linked_html_map(
         name_b = f"{name_b} (aligned)"
     data = _page_data([(str(name_a), xy_a), (str(name_b), xy_b)], labels, columns, ids,
                       color_by, hover, id_name, palette, percentiles, X, n_neighbors, metric,
-                      debug)
+                      debug, names_on_map)
     return render_page(title, data)
 
 
@@ -283,7 +292,7 @@ def save_linked_html(
         As for :func:`save_html`.
     **kwargs
         ``align`` (default True: Procrustes alignment of the second map), and ``palette``,
-        ``percentiles``, ``X``, ``n_neighbors``, ``metric``, ``debug`` as for
+        ``percentiles``, ``X``, ``n_neighbors``, ``metric``, ``debug``, ``names_on_map`` as for
         :func:`save_html`; with ``X``, each map gets its own trust values.
 
     Returns

@@ -40,6 +40,28 @@ function el(tag, cls, text) {
   return e;
 }
 
+// ---- where each category's name goes: the member nearest the median of its points ----
+function categoryAnchors(xy, codes, K, n) {
+  var start = new Uint32Array(K + 1), i, k, q;
+  for (i = 0; i < n; i++) { start[codes[i] + 1]++; }
+  for (k = 0; k < K; k++) { start[k + 1] += start[k]; }
+  var fill = start.slice(0, K), xs = new Float32Array(n), ys = new Float32Array(n);
+  for (i = 0; i < n; i++) { q = fill[codes[i]]++; xs[q] = xy[2 * i]; ys[q] = xy[2 * i + 1]; }
+  var out = new Float64Array(2 * K).fill(NaN);
+  for (k = 0; k < K; k++) {
+    var a = start[k], b = start[k + 1];
+    if (a === b) { continue; }
+    var mx = xs.slice(a, b).sort()[(b - a) >> 1], my = ys.slice(a, b).sort()[(b - a) >> 1];
+    var best = a, bd = Infinity;   // on a member, so that a ring-shaped group keeps its name on it
+    for (q = a; q < b; q++) {
+      var dx = xs[q] - mx, dy = ys[q] - my, dd = dx * dx + dy * dy;
+      if (dd < bd) { bd = dd; best = q; }
+    }
+    out[2 * k] = xs[best]; out[2 * k + 1] = ys[best];
+  }
+  return out;
+}
+
 // ---- a uniform grid over one view's points: hover look-ups and selections ----
 function buildGrid(xy, n, b) {
   var g = Math.max(1, Math.min(2048, Math.round(Math.sqrt(n / 2))));
@@ -85,7 +107,7 @@ function createView(S, v, canvas, hooks) {
   var ctx = canvas.getContext("2d");
   var view = {cx: 0, cy: 0, scale: 1};
   var frame = {w: 0, h: 0, dpr: 1, buf: null, img: null};
-  var pending = false, pointsDirty = true, gesture = null, hoverEvent = null;
+  var pending = false, pointsDirty = true, gesture = null, hoverEvent = null, labelsDrawn = 0;
 
   function resetView() {
     var b = S.views[v].bounds, r = canvas.getBoundingClientRect();
@@ -212,7 +234,37 @@ function createView(S, v, canvas, hooks) {
     ctx.lineWidth = (width + 2) * d; ctx.strokeStyle = "#fff"; ctx.stroke();
     ctx.lineWidth = width * d; ctx.strokeStyle = "#111"; ctx.stroke();
   }
+  // The categories' names at their anchors, largest category first; a name that would
+  // overlap one already drawn is left out (zooming in spreads the anchors, so more fit), and
+  // each is written dark on a white halo so that it reads over any colour.
+  function drawLabels() {
+    var L = S.labels;
+    if (!L || !S.showLabels) { labelsDrawn = 0; return; }
+    var d = frame.dpr, r = canvas.getBoundingClientRect(), at = L.anchors[v], placed = [];
+    ctx.font = "600 " + (12 * d) + "px system-ui, -apple-system, 'Segoe UI', sans-serif";
+    ctx.textAlign = "center"; ctx.textBaseline = "middle"; ctx.lineJoin = "round";
+    for (var q = 0; q < L.order.length; q++) {
+      var k = L.order[q];
+      if (L.off[k] || at[2 * k] !== at[2 * k]) { continue; }
+      var px = (r.width / 2 + (at[2 * k] - view.cx) * view.scale) * d;
+      var py = (r.height / 2 - (at[2 * k + 1] - view.cy) * view.scale) * d;
+      var half = ctx.measureText(L.text[k]).width / 2 + 3 * d, tall = 8 * d;
+      if (px + half < 0 || px - half > frame.w || py + tall < 0 || py - tall > frame.h) { continue; }
+      var box = [px - half, py - tall, px + half, py + tall], clear = true;
+      for (var j = 0; j < placed.length && clear; j++) {
+        var o = placed[j];
+        clear = !(box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3]);
+      }
+      if (!clear) { continue; }
+      placed.push(box);
+      ctx.lineWidth = 4 * d; ctx.strokeStyle = "rgba(255, 255, 255, 0.92)";
+      ctx.strokeText(L.text[k], px, py);
+      ctx.fillStyle = "#1a1a1a"; ctx.fillText(L.text[k], px, py);
+    }
+    labelsDrawn = placed.length;
+  }
   function drawOverlay() {
+    drawLabels();
     var list = S.emphList, d = frame.dpr;
     if (list && list.length <= 30) {   // a few matches (an id searched for) are ringed to be found
       for (var j = 0; j < list.length; j++) { if (S.visible[list[j]]) { ring(list[j], 5, 1.5); } }
@@ -339,9 +391,15 @@ function createView(S, v, canvas, hooks) {
   return {
     canvas: canvas, view: view, resize: resize, resetView: resetView, schedule: schedule,
     pick: pick, centerOn: centerOn,
+    labelsDrawn: function () { return labelsDrawn; },
     project: function (i) {
       var p = toCanvas(i), r = canvas.getBoundingClientRect();
       return {x: r.left + p[0], y: r.top + p[1]};
+    },
+    projectPoint: function (x, y) {   // data coordinates -> client pixels
+      var r = canvas.getBoundingClientRect();
+      return {x: r.left + r.width / 2 + (x - view.cx) * view.scale,
+              y: r.top + r.height / 2 - (y - view.cy) * view.scale};
     },
     contains: function (clientX, clientY) {
       var r = canvas.getBoundingClientRect();

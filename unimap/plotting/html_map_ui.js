@@ -78,12 +78,24 @@ function main() {
         colors[i] = x === x ? viridis[Math.max(0, Math.min(255, Math.round((x - lo) / span * 255)))] : missing;
       }
     });
+    S.labels = col && col.kind === "cat" ? labelsOf(col) : null;
     select.value = name || "";
     updateVisible();
+  }
+  var anchorCache = {};
+  function labelsOf(col) {   // the names drawn on the map: categories with a colour of their own
+    var other = hexToInt(D.otherColor), K = col.categories.length;
+    var anchors = anchorCache[col.name] = anchorCache[col.name] || S.views.map(function (w) {
+      return categoryAnchors(w.xy, col.codes, K, n); });
+    var order = [];
+    for (var k = 0; k < K; k++) { if (col.colors[k] !== other && col.counts[k] > 0) { order.push(k); } }
+    order.sort(function (a, b) { return col.counts[b] - col.counts[a] || a - b; });
+    return {text: col.categories.map(String), anchors: anchors, order: order, off: {}};
   }
   function hiddenSet() { return current && current.kind === "cat" ? (hidden[current.name] = hidden[current.name] || {}) : {}; }
   function updateVisible() {
     var off = hiddenSet(), any = Object.keys(off).length > 0;
+    if (S.labels) { S.labels.off = off; }
     if (!any) { S.visible.fill(1); }
     else { for (var i = 0; i < n; i++) { S.visible[i] = off[current.codes[i]] ? 0 : 1; } }
     if (S.hovered >= 0 && !S.visible[S.hovered]) { onHover(-1, -1); }
@@ -263,6 +275,9 @@ function main() {
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") { onSelect(null); } });
   window.addEventListener("resize", function () { views.forEach(function (w) { w.resize(); }); });
   select.addEventListener("change", function () { setColor(select.value || null); });
+  var names = document.getElementById("unimap-names");
+  S.showLabels = names.checked = D.namesOnMap !== false;
+  names.addEventListener("change", function () { S.showLabels = names.checked; redraw(false); });
   var none = el("option", null, "(none)");
   none.value = "";
   select.appendChild(none);
@@ -289,6 +304,13 @@ function main() {
   api.exportSelection = exportSelection;
   api.hovered = function () { return S.hovered; };
   api.colorOf = function (i, v) { return intToHex(S.colors[v || 0][i]); };
+  api.labelsDrawn = function (v) { return views[v || 0].labelsDrawn(); };
+  api.labelAnchor = function (name, v) {   // a category's anchor in CSS pixels of view v, or null
+    var L = S.labels, k = L ? L.text.indexOf(String(name)) : -1;
+    if (k < 0) { return null; }
+    return views[v || 0].projectPoint(L.anchors[v || 0][2 * k], L.anchors[v || 0][2 * k + 1]);
+  };
+  api.setNamesOnMap = function (on) { names.checked = !!on; S.showLabels = !!on; redraw(false); };
   setMode("pan");
   views.forEach(function (w) { w.resize(); w.resetView(); });
   setColor(D.colorBy);
