@@ -136,6 +136,20 @@ def test_transform_errors_are_clean(tmp_path, capsys):
     assert main(["transform", str(tmp_path / "bad.unimap"), "digits", "-o", "x.txt"]) == 2
 
 
+def test_transform_refuses_a_model_whose_transform_returns_a_graph(tmp_path, blobs, capsys):
+    import unimap
+
+    X, _ = blobs
+    unimap.UMAP(transform_mode="graph", n_epochs=10, random_state=0).fit(X[:250]).save(
+        tmp_path / "graph.unimap")
+    np.save(tmp_path / "new.npy", X[250:])
+    out = tmp_path / "placed.npy"
+    assert main(["transform", str(tmp_path / "graph.unimap"), str(tmp_path / "new.npy"),
+                 "-o", str(out)]) == 2
+    assert "transform_mode='graph'" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_info_text_and_json(capsys):
     import json
 

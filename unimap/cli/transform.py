@@ -11,6 +11,7 @@ from pathlib import Path
 from unimap.cli.common import (
     DROP_HELP,
     USE_REP_HELP,
+    UsageError,
     load_input,
     output_path,
     refuse_overwriting_inputs,
@@ -26,6 +27,11 @@ def _transform(args) -> int:
     if not Path(args.model).is_file():
         raise FileNotFoundError(f"no model file {args.model!r}")
     model = unimap.load(args.model)
+    if getattr(model, "transform_mode", "embedding") != "embedding":
+        raise UsageError(f"{args.model}: this model's transform_mode="
+                         f"{model.transform_mode!r} returns a membership graph, not an "
+                         "embedding; `unimap transform` places points: save the model with "
+                         "transform_mode='embedding', or call its transform in Python")
     X, _, _ = load_input(args)
     start = time.perf_counter()
     embedding = model.transform(X)
