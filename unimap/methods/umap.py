@@ -465,7 +465,7 @@ default="spectral"
         """
         if self.transform_mode != "graph":
             return self._transform(X)
-        from unimap.dask.transform import is_dask_collection
+        from unimap.runtime.validation import is_dask_collection
 
         if is_dask_collection(X):
             raise ValueError("transform_mode='graph' returns a sparse matrix in memory; "
