@@ -23,7 +23,8 @@ from unimap.affinity.disconnect import cut_new_rows
 from unimap.neighbors.graph import NeighborIndex
 from unimap.runtime.guards import UMAP_CAUSES, FiniteGuard
 
-__all__ = ["fuzzy_placement", "perplexity_placement", "strongest_edge_first", "transform_epochs"]
+__all__ = ["fuzzy_memberships", "fuzzy_placement", "perplexity_placement", "strongest_edge_first",
+           "transform_epochs"]
 
 # openTSNE's transform defaults (TSNE.transform exposes them; GDR's normalized mode uses them).
 PLACEMENT_PERPLEXITY = 5.0  # smaller than in fit: a new point should sit with its closest
@@ -40,6 +41,20 @@ def transform_epochs(n_train: int, fit_epochs: int | None) -> int:
     if fit_epochs is not None:
         return max(fit_epochs // 3, 1)
     return 100 if n_train <= 10_000 else 30
+
+
+def fuzzy_memberships(index: NeighborIndex, X: np.ndarray, n_neighbors: int,
+                      local_connectivity: float,
+                      disconnection_distance: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """New points' ``n_neighbors`` nearest training points and their fuzzy memberships to
+    them, both (m, k): calibrated with one less local connectivity (no neighbour of a new
+    point is itself), neighbours at least ``disconnection_distance`` away set to 0. What
+    :func:`fuzzy_placement` starts from, and what ``UMAP(transform_mode="graph")`` returns."""
+    from unimap.affinity.fuzzy import FuzzyAffinity
+
+    idx, dist = index.query(X, n_neighbors)
+    weights = FuzzyAffinity(local_connectivity).to_new(idx, dist)
+    return idx, cut_new_rows(weights, dist, disconnection_distance)
 
 
 def fuzzy_placement(
@@ -92,13 +107,11 @@ def fuzzy_placement(
     -------
     embedding : ndarray of shape (m, n_components), float32
     """
-    from unimap.affinity.fuzzy import FuzzyAffinity
     from unimap.optimizers.umap_sgd.common import prune_graph
     from unimap.optimizers.umap_sgd.place import umap_sgd_place
 
-    idx, dist = index.query(X, n_neighbors)
-    weights = FuzzyAffinity(local_connectivity).to_new(idx, dist)
-    weights = cut_new_rows(weights, dist, disconnection_distance)
+    idx, weights = fuzzy_memberships(index, X, n_neighbors, local_connectivity,
+                                     disconnection_distance)
     init = weighted_mean_positions(reference, idx, weights)
     m, k = idx.shape
     rows = np.repeat(np.arange(m), k)

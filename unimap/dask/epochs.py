@@ -30,7 +30,8 @@ import numpy as np
 
 from unimap.runtime.user_warnings import warn_user
 
-__all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts", "worker_epoch_bytes"]
+__all__ = ["unnormalized_epochs_dask", "gdr_unnormalized_dask", "row_parts", "part_workers",
+           "worker_epoch_bytes"]
 
 
 # Epochs between two copies of the positions and velocities to the client: a lost worker
@@ -86,6 +87,12 @@ def row_parts(n_rows: int, n_parts: int, block: int | None = None) -> list[tuple
     n_parts = max(1, min(int(n_parts), n_blocks))
     bounds = [round(p * n_blocks / n_parts) for p in range(n_parts + 1)]
     return [(bounds[p], bounds[p + 1]) for p in range(n_parts)]
+
+
+def part_workers(workers: list[str], n_parts: int) -> list[str]:
+    """The worker of each part: round robin over ``workers`` (the scheduler's addresses,
+    sorted), so that the memory estimate and the epochs agree on who holds what."""
+    return [workers[p % len(workers)] for p in range(n_parts)]
 
 
 def worker_epoch_bytes(n: int, dim: int, part_rows: list[int], part_edges: list[int],
@@ -242,7 +249,7 @@ class _Cluster:
             except TimeoutError as error:
                 raise _no_workers_error() from error
             workers = sorted(self.client.scheduler_info()["workers"])
-        where = [workers[p % len(workers)] for p in range(len(self.parts))]
+        where = part_workers(workers, len(self.parts))
         # one copy of the shared inputs per worker, each scattered to that worker alone: a
         # broadcast to every worker the scheduler lists hung (past its timeout) when one of
         # them had just been killed

@@ -134,7 +134,7 @@ class ClusterFit:
         refusal off; a worker without a limit is not checked. Returns the estimate."""
         import dask
 
-        from unimap.dask.epochs import row_parts, worker_epoch_bytes
+        from unimap.dask.epochs import part_workers, row_parts, worker_epoch_bytes
         from unimap.runtime.dynamic_numba import ROW_BLOCK
         from unimap.runtime.memory import InsufficientMemoryError, format_bytes
 
@@ -147,9 +147,10 @@ class ClusterFit:
         # when P is directed (symmetrization="none") and the attraction symmetric
         directed = getattr(estimator, "symmetrization", None) == "none"
         per_row = 2 * max(n_neighbors - 1, 1) * (2 if directed else 1)
+        ranges = row_parts(n, n_parts)
         parts: dict[str, list[int]] = {name: [] for name in names}
-        for p, (first, stop) in enumerate(row_parts(n, n_parts)):
-            parts[names[p % len(names)]].append(min(n, stop * ROW_BLOCK) - first * ROW_BLOCK)
+        for worker, (first, stop) in zip(part_workers(names, len(ranges)), ranges, strict=True):
+            parts[worker].append(min(n, stop * ROW_BLOCK) - first * ROW_BLOCK)
         needs = {name: worker_epoch_bytes(n, n_components, rows, [r * per_row for r in rows],
                                           running=int(workers[name].get("nthreads", 1)))
                  for name, rows in parts.items()}

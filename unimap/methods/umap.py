@@ -477,14 +477,12 @@ default="spectral"
         weights :func:`unimap.placement.fuzzy_placement` starts them from."""
         import scipy.sparse as sp
 
-        from unimap.affinity.disconnect import cut_new_rows
-        from unimap.affinity.fuzzy import FuzzyAffinity
+        from unimap.placement import fuzzy_memberships
         from unimap.runtime.threads import numba_threads, resolve_n_jobs
 
         with numba_threads(resolve_n_jobs(self.n_jobs)):
-            idx, dist = self._index.query(X, self.n_neighbors_)
-            weights = FuzzyAffinity(self.local_connectivity).to_new(idx, dist)
-        weights = cut_new_rows(weights, dist, self._cut_distance())
+            idx, weights = fuzzy_memberships(self._index, X, self.n_neighbors_,
+                                             self.local_connectivity, self._cut_distance())
         m, k = idx.shape
         graph = sp.csr_matrix(
             (np.asarray(weights, np.float32).ravel(), idx.ravel(), np.arange(0, m * k + 1, k)),
